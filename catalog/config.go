@@ -1,0 +1,157 @@
+package catalog
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+)
+
+// Catalog types accepted in Config.Type.
+const (
+	TypeSQL    = "sql"
+	TypeREST   = "rest"
+	TypeHadoop = "hadoop"
+)
+
+// Defaults of Config.
+const (
+	DefaultType      = TypeSQL
+	DefaultName      = "sluice"
+	DefaultWarehouse = "./warehouse"
+	// DefaultCatalogFile is the SQLite file of the embedded catalog, inside
+	// the warehouse directory.
+	DefaultCatalogFile = "catalog.db"
+)
+
+// Config selects and configures the catalog. The zero value, after
+// WithDefaults, is the embedded default: a SQLite catalog named "sluice" in
+// ./warehouse/catalog.db.
+type Config struct {
+	// Type is the catalog implementation: "sql" (default), "rest" or
+	// "hadoop".
+	Type string `yaml:"type"`
+	// URI locates the catalog. For "sql" it is the SQLite file, as
+	// file:///abs/path/catalog.db or a plain path (default
+	// <warehouse>/catalog.db); for "rest" the server URL; unused for
+	// "hadoop".
+	URI string `yaml:"uri"`
+	// Warehouse is the warehouse location: a local directory or a URL. New
+	// tables are created below it; the Hadoop catalog reads tables from it.
+	Warehouse string `yaml:"warehouse"`
+	// Name is the catalog name. The SQL catalog stores it with every table,
+	// so it must match the name the writers used (pyiceberg's and
+	// iceberg-go's SqlCatalog take it as their first argument).
+	Name string `yaml:"name"`
+	// Properties are passed to the iceberg-go catalog as they are (for
+	// example REST credentials or S3 settings).
+	Properties map[string]string `yaml:"properties"`
+}
+
+// WithDefaults returns c with every unset field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Type == "" {
+		c.Type = DefaultType
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Warehouse == "" {
+		c.Warehouse = DefaultWarehouse
+	}
+	return c
+}
+
+// Validate reports whether the configuration can open a catalog.
+func (c Config) Validate() error {
+	switch c.Type {
+	case TypeSQL, TypeHadoop:
+	case TypeREST:
+		if c.URI == "" {
+			return fmt.Errorf("%w: the rest catalog needs a URI (the server URL)", ErrInvalidConfig)
+		}
+	default:
+		return fmt.Errorf("%w: unknown catalog type %q (want sql, rest or hadoop)", ErrInvalidConfig, c.Type)
+	}
+	if c.Name == "" {
+		return fmt.Errorf("%w: empty catalog name", ErrInvalidConfig)
+	}
+	if c.Type != TypeREST && c.Warehouse == "" {
+		return fmt.Errorf("%w: the %s catalog needs a warehouse", ErrInvalidConfig, c.Type)
+	}
+	return nil
+}
+
+// warehouseURL returns the warehouse as a URL: a local directory becomes
+// file:///abs/dir.
+func (c Config) warehouseURL() (string, error) {
+	if c.Warehouse == "" {
+		return "", nil
+	}
+	if strings.Contains(c.Warehouse, "://") {
+		return strings.TrimRight(c.Warehouse, "/"), nil
+	}
+	abs, err := filepath.Abs(c.Warehouse)
+	if err != nil {
+		return "", fmt.Errorf("%w: warehouse %q: %v", ErrInvalidConfig, c.Warehouse, err)
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String(), nil
+}
+
+// localWarehouse returns the warehouse directory when it is on the local
+// filesystem.
+func (c Config) localWarehouse() (string, bool) {
+	w := c.Warehouse
+	if strings.HasPrefix(w, "file://") {
+		u, err := url.Parse(w)
+		if err != nil {
+			return "", false
+		}
+		return u.Path, true
+	}
+	if strings.Contains(w, "://") {
+		return "", false
+	}
+	abs, err := filepath.Abs(w)
+	if err != nil {
+		return "", false
+	}
+	return abs, true
+}
+
+// sqliteFile returns the path of the SQLite catalog file and whether it is
+// the default location inside the warehouse.
+func (c Config) sqliteFile() (path string, isDefault bool, err error) {
+	if c.URI == "" {
+		dir, ok := c.localWarehouse()
+		if !ok {
+			return "", false, fmt.Errorf("%w: the sql catalog on a remote warehouse needs an explicit URI", ErrInvalidConfig)
+		}
+		return filepath.Join(dir, DefaultCatalogFile), true, nil
+	}
+	uri := c.URI
+	switch {
+	case strings.HasPrefix(uri, "file://"):
+		u, err := url.Parse(uri)
+		if err != nil {
+			return "", false, fmt.Errorf("%w: catalog URI %q: %v", ErrInvalidConfig, uri, err)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return "", false, fmt.Errorf("%w: catalog URI %q: a file URI must be file:///absolute/path", ErrInvalidConfig, uri)
+		}
+		uri = u.Path
+	case strings.HasPrefix(uri, "sqlite:///"):
+		// SQLAlchemy's form, as pyiceberg users write it.
+		uri = strings.TrimPrefix(uri, "sqlite:///")
+		if !strings.HasPrefix(uri, "/") {
+			uri = "./" + uri
+		}
+	case strings.Contains(uri, "://"):
+		return "", false, fmt.Errorf("%w: catalog URI %q: the sql catalog takes a SQLite file (file:///abs/path/catalog.db)", ErrInvalidConfig, c.URI)
+	}
+	abs, err := filepath.Abs(uri)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: catalog URI %q: %v", ErrInvalidConfig, c.URI, err)
+	}
+	return abs, false, nil
+}

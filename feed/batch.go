@@ -1,0 +1,250 @@
+package feed
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Batch is a record batch of renderable change rows, all made by one
+// snapshot, in the plan's output schema.
+type Batch struct {
+	// Record holds the rows. The receiver of a Batch owns the record and
+	// must Release it.
+	Record arrow.RecordBatch
+	// Snapshot is the snapshot that made the changes.
+	Snapshot Snapshot
+	// SnapshotComplete is true on the last batch of a snapshot: once it is
+	// processed, every change of the snapshot has been seen, and a consumer
+	// may checkpoint at the snapshot.
+	SnapshotComplete bool
+}
+
+// assembler turns decoded data batches into change batches of bounded size.
+// It caches constant columns (the null image, the op values, the snapshot
+// and ts of the current snapshot) and slices them per batch.
+type assembler struct {
+	mem      memory.Allocator
+	schema   *arrow.Schema
+	image    *arrow.StructType
+	maxRows  int
+	maxBytes int64
+
+	nullImage arrow.Array // all-null image
+	ops       map[string]arrow.Array
+	constFor  int64       // the snapshot whose constants are cached
+	snapCol   arrow.Array // snapshot id of constFor
+	tsCol     arrow.Array // commit time of constFor
+}
+
+func newAssembler(mem memory.Allocator, schema *arrow.Schema, maxRows int, maxBytes int64) *assembler {
+	return &assembler{mem: mem, schema: schema, image: imageType(schema), maxRows: maxRows,
+		maxBytes: maxBytes, ops: map[string]arrow.Array{}}
+}
+
+func (a *assembler) release() {
+	for _, arr := range []arrow.Array{a.nullImage, a.snapCol, a.tsCol} {
+		if arr != nil {
+			arr.Release()
+		}
+	}
+	for _, arr := range a.ops {
+		arr.Release()
+	}
+	a.nullImage, a.snapCol, a.tsCol, a.ops = nil, nil, nil, map[string]arrow.Array{}
+}
+
+// image builds the image struct of rec's columns in the output order. rec
+// must hold every image column (it may hold more, such as filter columns).
+func (a *assembler) imageOf(rec arrow.RecordBatch) (*array.Struct, error) {
+	cols := make([]arrow.Array, a.image.NumFields())
+	for i, f := range a.image.Fields() {
+		idx := rec.Schema().FieldIndices(f.Name)
+		if len(idx) != 1 {
+			return nil, fmt.Errorf("feed: decoded batch lacks column %q (has %s)", f.Name, rec.Schema())
+		}
+		cols[i] = rec.Column(idx[0])
+	}
+	return array.NewStructArrayWithFields(cols, a.image.Fields())
+}
+
+// inserts turns a decoded batch of new rows into insert change batches of
+// snapshot s. The caller keeps ownership of rec; the returned records are
+// the caller's to release.
+func (a *assembler) inserts(rec arrow.RecordBatch, s Snapshot) ([]arrow.RecordBatch, error) {
+	if rec.NumRows() == 0 {
+		return nil, nil
+	}
+	after, err := a.imageOf(rec)
+	if err != nil {
+		return nil, err
+	}
+	defer after.Release()
+
+	var out []arrow.RecordBatch
+	release := func() {
+		for _, r := range out {
+			r.Release()
+		}
+	}
+	for _, span := range a.split(after) {
+		r, err := a.assemble(OpInsert, nil, after, span, s)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// empty returns a 0-row change batch, to carry a snapshot's completion.
+func (a *assembler) empty() arrow.RecordBatch {
+	return array.NewRecordBatch(a.schema, a.emptyColumns(), 0)
+}
+
+func (a *assembler) emptyColumns() []arrow.Array {
+	cols := make([]arrow.Array, len(a.schema.Fields()))
+	for i, f := range a.schema.Fields() {
+		cols[i] = array.MakeArrayOfNull(a.mem, f.Type, 0)
+	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	return cols
+}
+
+type span struct{ off, n int }
+
+// split cuts an image array into spans of at most maxRows rows and about
+// maxBytes bytes, the null image of the other side included.
+func (a *assembler) split(img arrow.Array) []span {
+	n := img.Len()
+	total := dataSize(img.Data(), 0, n) * 2
+	rows := a.maxRows
+	if total > a.maxBytes {
+		rows = max(1, int(int64(n)*a.maxBytes/total))
+	}
+	var spans []span
+	var cut func(off, n int)
+	cut = func(off, n int) {
+		if n > 1 && dataSize(img.Data(), off, n)*2 > a.maxBytes {
+			half := n / 2
+			cut(off, half)
+			cut(off+half, n-half)
+			return
+		}
+		spans = append(spans, span{off, n})
+	}
+	for off := 0; off < n; off += rows {
+		cut(off, min(rows, n-off))
+	}
+	return spans
+}
+
+// assemble builds one change batch: op for every row, the before and after
+// images (nil meaning all null) sliced to sp.
+func (a *assembler) assemble(op string, before, after arrow.Array, sp span, s Snapshot) (arrow.RecordBatch, error) {
+	if sp.n > a.maxRows {
+		return nil, fmt.Errorf("feed: span of %d rows exceeds the batch limit of %d", sp.n, a.maxRows)
+	}
+	if size := imageSize(before, sp) + imageSize(after, sp); sp.n == 1 && size > HardMaxBatchBytes {
+		return nil, fmt.Errorf("%w: a row of snapshot %d takes %d bytes, more than the %d a batch may hold",
+			ErrTooLarge, s.ID, size, HardMaxBatchBytes)
+	}
+	a.prepare(s, sp.n)
+	cols := []arrow.Array{
+		array.NewSlice(a.opColumn(op, sp.n), 0, int64(sp.n)),
+		a.sliceImage(before, sp),
+		a.sliceImage(after, sp),
+		array.NewSlice(a.snapCol, 0, int64(sp.n)),
+		array.NewSlice(a.tsCol, 0, int64(sp.n)),
+	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	return array.NewRecordBatch(a.schema, cols, int64(sp.n)), nil
+}
+
+func imageSize(img arrow.Array, sp span) int64 {
+	if img == nil {
+		return 0
+	}
+	return dataSize(img.Data(), sp.off, sp.n)
+}
+
+func (a *assembler) sliceImage(img arrow.Array, sp span) arrow.Array {
+	if img == nil {
+		if a.nullImage == nil || a.nullImage.Len() < sp.n {
+			if a.nullImage != nil {
+				a.nullImage.Release()
+			}
+			a.nullImage = array.MakeArrayOfNull(a.mem, a.image, a.capacity(sp.n))
+		}
+		return array.NewSlice(a.nullImage, 0, int64(sp.n))
+	}
+	return array.NewSlice(img, int64(sp.off), int64(sp.off+sp.n))
+}
+
+// capacity is the length of a cached constant column that holds n rows:
+// the next power of two, at most maxRows, so that growing is rare and small
+// snapshots stay cheap.
+func (a *assembler) capacity(n int) int {
+	c := 1024
+	for c < n {
+		c *= 2
+	}
+	return max(n, min(c, a.maxRows))
+}
+
+// opColumn returns a cached column of op values at least n long.
+func (a *assembler) opColumn(op string, n int) arrow.Array {
+	if arr, ok := a.ops[op]; ok {
+		if arr.Len() >= n {
+			return arr
+		}
+		arr.Release()
+	}
+	size := a.capacity(n)
+	b := array.NewStringBuilder(a.mem)
+	defer b.Release()
+	b.Reserve(size)
+	b.ReserveData(size * len(op))
+	for range size {
+		b.Append(op)
+	}
+	arr := b.NewArray()
+	a.ops[op] = arr
+	return arr
+}
+
+// prepare caches the snapshot and ts columns of snapshot s, at least n
+// long.
+func (a *assembler) prepare(s Snapshot, n int) {
+	if a.snapCol != nil && a.constFor == s.ID && a.snapCol.Len() >= n {
+		return
+	}
+	if a.snapCol != nil {
+		a.snapCol.Release()
+		a.tsCol.Release()
+	}
+	size := a.capacity(n)
+	sb := array.NewInt64Builder(a.mem)
+	defer sb.Release()
+	tb := array.NewTimestampBuilder(a.mem, arrow.FixedWidthTypes.Timestamp_us.(*arrow.TimestampType))
+	defer tb.Release()
+	sb.Reserve(size)
+	tb.Reserve(size)
+	ts := arrow.Timestamp(s.TimestampMs * 1000)
+	for range size {
+		sb.UnsafeAppend(s.ID)
+		tb.UnsafeAppend(ts)
+	}
+	a.snapCol, a.tsCol, a.constFor = sb.NewArray(), tb.NewArray(), s.ID
+}

@@ -1,0 +1,151 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Tables is what the engine needs from a catalog: tables by name.
+type Tables interface {
+	// LoadTable loads the current metadata of the table "namespace.table".
+	LoadTable(ctx context.Context, name string) (*table.Table, error)
+	// ListTables returns the names of every table.
+	ListTables(ctx context.Context) ([]string, error)
+}
+
+// Defaults of Options.
+const (
+	// DefaultMaxBatchBytes is the default target size of a batch's buffers.
+	DefaultMaxBatchBytes = 2 << 20
+	// DefaultMaxBatchRows is the default largest number of rows in a batch.
+	DefaultMaxBatchRows = 64 << 10
+	// DefaultReadConcurrency is the default number of data files decoded
+	// ahead of the consumer.
+	DefaultReadConcurrency = 2
+	// HardMaxBatchBytes bounds MaxBatchBytes: encoded batches must stay under
+	// the 4 MiB default message limit of gRPC clients, with room for the
+	// IPC metadata and padding.
+	HardMaxBatchBytes = 3 << 20
+)
+
+// Options configures an Engine. The zero value is valid: every unset field
+// takes its default.
+type Options struct {
+	// Allocator allocates the Arrow memory of decoded and assembled batches.
+	// Default: memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// MaxBatchBytes is the target size of a batch's buffers (both images
+	// included). Default DefaultMaxBatchBytes; at most HardMaxBatchBytes.
+	MaxBatchBytes int64
+	// MaxBatchRows is the largest number of rows in a batch. Default
+	// DefaultMaxBatchRows.
+	MaxBatchRows int
+	// ReadConcurrency is how many data files are decoded ahead of the
+	// consumer. Default DefaultReadConcurrency.
+	ReadConcurrency int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	o.MaxBatchBytes = min(o.MaxBatchBytes, HardMaxBatchBytes)
+	if o.MaxBatchRows <= 0 {
+		o.MaxBatchRows = DefaultMaxBatchRows
+	}
+	if o.ReadConcurrency <= 0 {
+		o.ReadConcurrency = DefaultReadConcurrency
+	}
+	return o
+}
+
+// Engine plans and reads change windows. It is safe for concurrent use.
+type Engine struct {
+	tables Tables
+	opts   Options
+}
+
+// New returns an engine that reads the tables of tables.
+func New(tables Tables, opts Options) *Engine {
+	return &Engine{tables: tables, opts: opts.withDefaults()}
+}
+
+// TableStatus is a table's current commit position.
+type TableStatus struct {
+	Table string `json:"table"`
+	// CommitSeq is the commit sequence of the current snapshot of the main
+	// branch, 0 for a table without snapshots.
+	CommitSeq int64 `json:"commit_seq"`
+	// Snapshot is the current snapshot of the main branch, nil for a table
+	// without snapshots.
+	Snapshot *int64 `json:"snapshot"`
+	// TimestampMs is the current snapshot's commit time (0 without one).
+	TimestampMs int64 `json:"timestamp_ms"`
+}
+
+// TableInfo describes one table.
+type TableInfo struct {
+	Name            string `json:"name"`
+	Format          string `json:"format"`
+	FormatVersion   int    `json:"format_version"`
+	CurrentSnapshot *int64 `json:"current_snapshot"`
+	CommitSeq       int64  `json:"commit_seq"`
+}
+
+// Status returns the table's current commit position: cheap enough to poll.
+func (e *Engine) Status(ctx context.Context, name string) (TableStatus, error) {
+	tbl, err := e.tables.LoadTable(ctx, name)
+	if err != nil {
+		return TableStatus{}, err
+	}
+	return status(name, tbl.Metadata()), nil
+}
+
+func status(name string, meta table.Metadata) TableStatus {
+	st := TableStatus{Table: name}
+	lineage := Lineage(meta, nil)
+	if len(lineage) > 0 {
+		cur := lineage[len(lineage)-1]
+		st.CommitSeq, st.Snapshot, st.TimestampMs = cur.CommitSeq, &cur.ID, cur.TimestampMs
+	}
+	return st
+}
+
+// Snapshots returns the lineage of the table's main branch, oldest first.
+func (e *Engine) Snapshots(ctx context.Context, name string) ([]Snapshot, error) {
+	tbl, err := e.tables.LoadTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return Lineage(tbl.Metadata(), nil), nil
+}
+
+// ListTables describes every table for which allow returns true (all
+// tables when allow is nil).
+func (e *Engine) ListTables(ctx context.Context, allow func(name string) bool) ([]TableInfo, error) {
+	names, err := e.tables.ListTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TableInfo, 0, len(names))
+	for _, name := range names {
+		if allow != nil && !allow(name) {
+			continue
+		}
+		tbl, err := e.tables.LoadTable(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("list tables: %w", err)
+		}
+		meta := tbl.Metadata()
+		st := status(name, meta)
+		out = append(out, TableInfo{Name: name, Format: "iceberg", FormatVersion: meta.Version(),
+			CurrentSnapshot: st.Snapshot, CommitSeq: st.CommitSeq})
+	}
+	return out, nil
+}

@@ -1,0 +1,34 @@
+package feed
+
+import "errors"
+
+// Sentinel errors of the engine. Errors returned by this package wrap one of
+// these (with %w) together with the table, snapshot or column concerned, so
+// callers classify them with errors.Is.
+var (
+	// ErrInvalidRequest reports a malformed request: a missing table, a
+	// window given both as a snapshot and a timestamp, duplicate columns.
+	ErrInvalidRequest = errors.New("feed: invalid request")
+	// ErrUnknownColumn reports a projected, identity or filter column that
+	// the window's end schema does not have.
+	ErrUnknownColumn = errors.New("feed: unknown column")
+	// ErrInvalidFilter reports a filter that does not parse or does not
+	// type-check against the schema.
+	ErrInvalidFilter = errors.New("feed: invalid filter")
+	// ErrNotAncestor reports a window whose start is not an ancestor of its
+	// end on the table's lineage.
+	ErrNotAncestor = errors.New("feed: from snapshot is not an ancestor of to snapshot")
+	// ErrSnapshotNotFound reports a snapshot id that the table's metadata
+	// does not hold, or a timestamp before the table's first snapshot.
+	ErrSnapshotNotFound = errors.New("feed: snapshot not found")
+	// ErrResyncRequired reports a window that starts before the table's
+	// retained history, or whose manifests or data files are gone: the
+	// consumer must re-read the table from a snapshot still readable.
+	ErrResyncRequired = errors.New("feed: resync required")
+	// ErrUnsupported reports a snapshot or table feature that this version
+	// of the engine cannot turn into exact row changes. The engine fails
+	// rather than skip a snapshot or emit wrong rows.
+	ErrUnsupported = errors.New("feed: unsupported")
+	// ErrTooLarge reports a single row too large to fit in one batch.
+	ErrTooLarge = errors.New("feed: row too large")
+)

@@ -1,0 +1,282 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Strategies a snapshot's plan can take.
+const (
+	// StrategyAppend reads the snapshot's added data files: every row is an
+	// insert.
+	StrategyAppend = "append"
+	// StrategyReplaceSkipped marks a replace snapshot (compaction, manifest
+	// rewrite): it changes no logical row, so nothing is read or emitted.
+	StrategyReplaceSkipped = "replace-skipped"
+)
+
+// File contents and roles shown in a plan.
+const (
+	ContentData = "data"
+	RoleAdded   = "added"
+)
+
+// Plan is a resolved, pinned change window and how each of its snapshots is
+// read. It is safe to read concurrently; Engine.Read may run it any number of
+// times and always yields the same changes.
+type Plan struct {
+	Table string `json:"table"`
+	// From is the exclusive start snapshot; nil for the start of history.
+	From *int64 `json:"from_snapshot"`
+	// To is the inclusive end snapshot; nil for a table without snapshots.
+	To *int64 `json:"to_snapshot"`
+	// Columns are the data columns of the images, in order.
+	Columns []string `json:"columns"`
+	// Identity are the columns that identify a row (may be empty).
+	Identity []string `json:"identity"`
+	// Filter is the row filter, as written ("" for none).
+	Filter string `json:"filter,omitempty"`
+	// Snapshots has one entry per snapshot of the window, in lineage order.
+	Snapshots []SnapshotPlan `json:"snapshots"`
+
+	FilesRead    int64 `json:"files_read"`
+	FilesSkipped int64 `json:"files_skipped"`
+	BytesRead    int64 `json:"bytes_read"`
+	RecordsRead  int64 `json:"records_read"`
+
+	tbl        *table.Table
+	schema     *arrow.Schema // the output schema
+	scanFields []string      // the columns the scan decodes
+	filter     *Filter
+}
+
+// SnapshotPlan is how one snapshot's changes are computed.
+type SnapshotPlan struct {
+	Snapshot
+	// Strategy names how the changes are computed (StrategyAppend, ...).
+	Strategy string `json:"strategy"`
+	// Files are the files read.
+	Files        []FilePlan `json:"files"`
+	FilesSkipped int64      `json:"files_skipped"`
+	BytesRead    int64      `json:"bytes_read"`
+	RecordsRead  int64      `json:"records_read"`
+
+	tasks []table.FileScanTask
+}
+
+// FilePlan is one file a snapshot's plan reads.
+type FilePlan struct {
+	Path          string `json:"path"`
+	Content       string `json:"content"`
+	Role          string `json:"role"`
+	RecordCount   int64  `json:"record_count"`
+	FileSizeBytes int64  `json:"file_size_bytes"`
+}
+
+// Schema returns the output schema of the plan's batches: the renderable
+// change row (op, before, after, snapshot, ts).
+func (p *Plan) Schema() *arrow.Schema { return p.schema }
+
+// Plan resolves and validates the request's window against the table's
+// current metadata, pins its end, and plans the files each snapshot needs.
+// It reads manifests but no data files.
+func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	tbl, err := e.tables.LoadTable(ctx, req.Table)
+	if err != nil {
+		return nil, err
+	}
+	meta := tbl.Metadata()
+	w, err := resolveWindow(req.Table, meta, req)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Table: req.Table, From: w.from, tbl: tbl}
+	if w.to != nil {
+		to := w.to.ID
+		p.To = &to
+	}
+
+	end := meta.CurrentSchema()
+	if w.to != nil {
+		if end = schemaByID(meta, w.to.SchemaID); end == nil {
+			return nil, fmt.Errorf("%w: snapshot %d of table %s refers to schema %d, which the metadata lacks",
+				ErrUnsupported, w.to.ID, req.Table, w.to.SchemaID)
+		}
+	}
+	if err := p.resolveColumns(end, req); err != nil {
+		return nil, err
+	}
+	if p.schema, err = changeSchema(end, p.Columns); err != nil {
+		return nil, err
+	}
+
+	if len(w.snapshots) == 0 {
+		return p, nil
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open storage of table %s: %w", req.Table, err)
+	}
+	for _, s := range w.snapshots {
+		sp, err := planSnapshot(ctx, fsys, req.Table, meta, s, p.filter)
+		if err != nil {
+			return nil, err
+		}
+		p.Snapshots = append(p.Snapshots, sp)
+		p.FilesRead += int64(len(sp.Files))
+		p.FilesSkipped += sp.FilesSkipped
+		p.BytesRead += sp.BytesRead
+		p.RecordsRead += sp.RecordsRead
+	}
+	return p, nil
+}
+
+// resolveColumns checks the projection, identity and filter against the
+// end schema and sets the plan's columns, identity, filter and scan fields.
+func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
+	available := topLevelNames(end)
+	has := make(map[string]bool, len(available))
+	for _, n := range available {
+		has[n] = true
+	}
+	check := func(what, name string) error {
+		if !has[name] {
+			return fmt.Errorf("%w: %s column %q is not a column of table %s (columns: %s)",
+				ErrUnknownColumn, what, name, p.Table, strings.Join(available, ", "))
+		}
+		return nil
+	}
+
+	p.Columns = available
+	if len(req.Columns) > 0 {
+		for _, c := range req.Columns {
+			if err := check("projected", c); err != nil {
+				return err
+			}
+		}
+		p.Columns = req.Columns
+	}
+
+	p.Identity = req.Identity
+	if len(p.Identity) == 0 {
+		for _, id := range end.IdentifierFieldIDs {
+			if name, ok := end.FindColumnName(id); ok {
+				p.Identity = append(p.Identity, name)
+			}
+		}
+	}
+	for _, c := range p.Identity {
+		if err := check("identity", c); err != nil {
+			return err
+		}
+	}
+
+	p.scanFields = append([]string(nil), p.Columns...)
+	if req.Filter != "" {
+		f, err := ParseFilter(req.Filter, end)
+		if err != nil {
+			return err
+		}
+		p.filter, p.Filter = f, f.Text
+		for _, c := range f.Columns {
+			if !slices.Contains(p.scanFields, c) {
+				p.scanFields = append(p.scanFields, c)
+			}
+		}
+	}
+	return nil
+}
+
+// planSnapshot decides how a snapshot's changes are computed and which files
+// that reads.
+func planSnapshot(ctx context.Context, fsys iceio.IO, name string, meta table.Metadata, s Snapshot,
+	_ *Filter) (SnapshotPlan, error) {
+	sp := SnapshotPlan{Snapshot: s}
+	switch table.Operation(s.Operation) {
+	case table.OpReplace:
+		sp.Strategy = StrategyReplaceSkipped
+		return sp, nil
+	case table.OpAppend:
+		sp.Strategy = StrategyAppend
+	case "":
+		return sp, fmt.Errorf("%w: snapshot %d of table %s has no operation in its summary, so its changes cannot be classified",
+			ErrUnsupported, s.ID, name)
+	default:
+		return sp, fmt.Errorf("%w: snapshot %d of table %s is a %q snapshot; this server computes the changes of "+
+			"append and replace snapshots only", ErrUnsupported, s.ID, name, s.Operation)
+	}
+
+	snap := meta.SnapshotByID(s.ID)
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return sp, readError(name, s.ID, "manifest list", err)
+	}
+	for _, m := range manifests {
+		if m.SnapshotID() != s.ID {
+			continue // written by an earlier snapshot: holds nothing this one added
+		}
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			return sp, fmt.Errorf("%w: append snapshot %d of table %s adds delete files, which this server "+
+				"does not apply yet", ErrUnsupported, s.ID, name)
+		}
+		for entry, err := range m.Entries(fsys, false) {
+			if err != nil {
+				return sp, readError(name, s.ID, "manifest "+m.FilePath(), err)
+			}
+			if entry.SnapshotID() != s.ID {
+				continue
+			}
+			switch entry.Status() {
+			case iceberg.EntryStatusADDED:
+			case iceberg.EntryStatusDELETED:
+				return sp, fmt.Errorf("%w: append snapshot %d of table %s removes data file %s, which this server "+
+					"does not handle yet", ErrUnsupported, s.ID, name, entry.DataFile().FilePath())
+			default:
+				continue
+			}
+			df := entry.DataFile()
+			task := table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes(), FirstRowID: df.FirstRowID()}
+			if seq := entry.SequenceNum(); seq >= 0 {
+				task.DataSequenceNumber = &seq
+			}
+			sp.tasks = append(sp.tasks, task)
+			sp.Files = append(sp.Files, FilePlan{Path: df.FilePath(), Content: ContentData, Role: RoleAdded,
+				RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
+			sp.BytesRead += df.FileSizeBytes()
+			sp.RecordsRead += df.Count()
+		}
+	}
+	return sp, ctx.Err()
+}
+
+// readError classifies an error reading table files: a missing file means
+// the history is gone and the consumer must resync.
+func readError(name string, snapshot int64, what string, err error) error {
+	if isNotExist(err) {
+		return fmt.Errorf("%w: snapshot %d of table %s: %s is missing (%v)", ErrResyncRequired, snapshot, name, what, err)
+	}
+	return fmt.Errorf("snapshot %d of table %s: read %s: %w", snapshot, name, what, err)
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+func schemaByID(meta table.Metadata, id int) *iceberg.Schema {
+	for _, s := range meta.Schemas() {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}

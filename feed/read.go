@@ -1,0 +1,122 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Read streams the plan's changes, snapshot by snapshot in lineage order.
+// Every snapshot ends with a batch whose SnapshotComplete is true (a 0-row
+// batch when the snapshot changed no row that the request selects).
+//
+// Batches are produced on demand: the next one is decoded only while the
+// consumer holds fewer than a few (ReadConcurrency files are decoded ahead),
+// so a slow consumer slows the read instead of growing memory. The consumer
+// owns each yielded batch's Record and must release it. An error ends the
+// sequence; the changes yielded before it are then not the whole window.
+func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
+	return func(yield func(Batch, error) bool) {
+		ctx := compute.WithAllocator(ctx, e.opts.Allocator)
+		asm := newAssembler(e.opts.Allocator, p.schema, e.opts.MaxBatchRows, e.opts.MaxBatchBytes)
+		defer asm.release()
+
+		var scan *table.Scan
+		if p.To != nil {
+			opts := []table.ScanOption{
+				table.WithSnapshotID(*p.To),
+				table.WithSelectedFields(p.scanFields...),
+				table.WithCaseSensitive(true),
+				table.WithMaxConcurrency(e.opts.ReadConcurrency),
+				table.WithArrowBatchSize(e.opts.MaxBatchRows),
+			}
+			if p.filter != nil {
+				opts = append(opts, table.WithRowFilter(p.filter.Expr))
+			}
+			scan = p.tbl.Scan(opts...)
+			defer scan.Close()
+		}
+
+		for _, sp := range p.Snapshots {
+			if err := ctx.Err(); err != nil {
+				yield(Batch{}, err)
+				return
+			}
+			if !e.readSnapshot(ctx, scan, asm, p.Table, sp, yield) {
+				return
+			}
+		}
+	}
+}
+
+// readSnapshot streams one snapshot's changes, holding back one batch so
+// that the last can be marked complete. It returns false when the sequence
+// must stop (the consumer stopped, or an error was yielded).
+func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, asm *assembler, name string,
+	sp SnapshotPlan, yield func(Batch, error) bool) bool {
+	var pending arrow.RecordBatch
+	flush := func(complete bool) bool {
+		if pending == nil {
+			return true
+		}
+		b := Batch{Record: pending, Snapshot: sp.Snapshot, SnapshotComplete: complete}
+		pending = nil
+		return yield(b, nil)
+	}
+	fail := func(err error) bool {
+		if pending != nil {
+			pending.Release()
+		}
+		yield(Batch{}, err)
+		return false
+	}
+
+	if len(sp.tasks) > 0 {
+		_, records, err := scan.ReadTasks(ctx, sp.tasks)
+		if err != nil {
+			return fail(readError(name, sp.ID, "data files", err))
+		}
+		for rec, err := range records {
+			if err != nil {
+				return fail(readError(name, sp.ID, "data files", err))
+			}
+			out, err := asm.inserts(rec, sp.Snapshot)
+			rec.Release()
+			if err != nil {
+				return fail(err)
+			}
+			for i, r := range out {
+				if !flush(false) {
+					for _, rest := range out[i:] {
+						rest.Release()
+					}
+					return false
+				}
+				pending = r
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+	}
+	if pending == nil {
+		pending = asm.empty()
+	}
+	if !flush(true) {
+		return false
+	}
+	return true
+}
+
+// String describes a batch for logs and tests.
+func (b Batch) String() string {
+	rows := int64(0)
+	if b.Record != nil {
+		rows = b.Record.NumRows()
+	}
+	return fmt.Sprintf("batch{snapshot %d, %d rows, complete %v}", b.Snapshot.ID, rows, b.SnapshotComplete)
+}

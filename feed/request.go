@@ -1,0 +1,74 @@
+package feed
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Request asks for the changes of one table over the window (from, to].
+type Request struct {
+	// Table is "namespace.table".
+	Table string
+	// FromSnapshot is the exclusive start; nil with FromTimestampMs nil
+	// means the start of the table's history.
+	FromSnapshot *int64
+	// FromTimestampMs is the exclusive start as a commit time: the window
+	// holds the snapshots committed after it.
+	FromTimestampMs *int64
+	// ToSnapshot is the inclusive end; nil with ToTimestampMs nil means the
+	// current snapshot at planning time.
+	ToSnapshot *int64
+	// ToTimestampMs is the inclusive end as a commit time: the last
+	// snapshot committed at or before it.
+	ToTimestampMs *int64
+	// Columns projects the images onto these data columns, in this order.
+	// Empty means every column of the end snapshot's schema.
+	Columns []string
+	// Filter is a SQL boolean expression over data columns (see
+	// ParseFilter).
+	Filter string
+	// Identity names the columns that identify a row. Empty means the
+	// table's identifier fields.
+	Identity []string
+	// FoldUpdates folds each update_before/update_after pair into one
+	// update row.
+	FoldUpdates bool
+	// NetChanges collapses the window to its net changes.
+	NetChanges bool
+}
+
+// Validate checks the request's shape; whether its table, snapshots and
+// columns exist is checked by Engine.Plan.
+func (r Request) Validate() error {
+	if strings.TrimSpace(r.Table) == "" {
+		return fmt.Errorf("%w: table is required", ErrInvalidRequest)
+	}
+	if r.FromSnapshot != nil && r.FromTimestampMs != nil {
+		return fmt.Errorf("%w: give from_snapshot or from_timestamp_ms, not both", ErrInvalidRequest)
+	}
+	if r.ToSnapshot != nil && r.ToTimestampMs != nil {
+		return fmt.Errorf("%w: give to_snapshot or to_timestamp_ms, not both", ErrInvalidRequest)
+	}
+	if r.FromTimestampMs != nil && r.ToTimestampMs != nil && *r.FromTimestampMs > *r.ToTimestampMs {
+		return fmt.Errorf("%w: from_timestamp_ms %d is after to_timestamp_ms %d",
+			ErrInvalidRequest, *r.FromTimestampMs, *r.ToTimestampMs)
+	}
+	if err := checkNames("columns", r.Columns); err != nil {
+		return err
+	}
+	return checkNames("identity", r.Identity)
+}
+
+func checkNames(what string, names []string) error {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if strings.TrimSpace(n) == "" {
+			return fmt.Errorf("%w: empty name in %s", ErrInvalidRequest, what)
+		}
+		if seen[n] {
+			return fmt.Errorf("%w: column %q appears twice in %s", ErrInvalidRequest, n, what)
+		}
+		seen[n] = true
+	}
+	return nil
+}
