@@ -232,7 +232,7 @@ func (l *lexer) next() (token, error) {
 }
 
 // quoted reads a quoted token whose quote character is doubled to escape
-// it ('it''s').
+// it ('it”s').
 func (l *lexer) quoted(q rune, pos int, what string) (string, error) {
 	l.advance(1)
 	var sb strings.Builder
