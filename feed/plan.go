@@ -90,42 +90,15 @@ func (p *Plan) Schema() *arrow.Schema { return p.schema }
 // current metadata, pins its end, and plans the files each snapshot needs.
 // It reads manifests but no data files.
 func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
-	tbl, err := e.tables.LoadTable(ctx, req.Table)
+	p, w, err := e.resolve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	meta := tbl.Metadata()
-	w, err := resolveWindow(req.Table, meta, req)
-	if err != nil {
-		return nil, err
-	}
-	p := &Plan{Table: req.Table, From: w.from, tbl: tbl}
-	if w.to != nil {
-		to := w.to.ID
-		p.To = &to
-	}
-
-	end := meta.CurrentSchema()
-	if w.to != nil {
-		if end = schemaByID(meta, w.to.SchemaID); end == nil {
-			return nil, fmt.Errorf("%w: snapshot %d of table %s refers to schema %d, which the metadata lacks",
-				ErrUnsupported, w.to.ID, req.Table, w.to.SchemaID)
-		}
-	}
-	if err := p.resolveColumns(end, req); err != nil {
-		return nil, err
-	}
-	if p.schema, err = changeSchema(end, p.Columns); err != nil {
-		return nil, err
-	}
-
 	if len(w.snapshots) == 0 {
 		return p, nil
 	}
-	fsys, err := tbl.FS(ctx)
+	meta := p.tbl.Metadata()
+	fsys, err := p.tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open storage of table %s: %w", req.Table, err)
 	}
@@ -141,6 +114,52 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 		p.RecordsRead += sp.RecordsRead
 	}
 	return p, nil
+}
+
+// Schema resolves the request's window and columns and returns the output
+// schema, without reading manifests or data.
+func (e *Engine) Schema(ctx context.Context, req Request) (*arrow.Schema, error) {
+	p, _, err := e.resolve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return p.schema, nil
+}
+
+// resolve loads the table, resolves the window and checks the columns: a
+// plan without its snapshots' files.
+func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error) {
+	if err := req.Validate(); err != nil {
+		return nil, window{}, err
+	}
+	tbl, err := e.tables.LoadTable(ctx, req.Table)
+	if err != nil {
+		return nil, window{}, err
+	}
+	meta := tbl.Metadata()
+	w, err := resolveWindow(req.Table, meta, req)
+	if err != nil {
+		return nil, window{}, err
+	}
+	p := &Plan{Table: req.Table, From: w.from, Snapshots: []SnapshotPlan{}, tbl: tbl}
+	if w.to != nil {
+		to := w.to.ID
+		p.To = &to
+	}
+	end := meta.CurrentSchema()
+	if w.to != nil {
+		if end = schemaByID(meta, w.to.SchemaID); end == nil {
+			return nil, window{}, fmt.Errorf("%w: snapshot %d of table %s refers to schema %d, which the metadata lacks",
+				ErrUnsupported, w.to.ID, req.Table, w.to.SchemaID)
+		}
+	}
+	if err := p.resolveColumns(end, req); err != nil {
+		return nil, window{}, err
+	}
+	if p.schema, err = changeSchema(end, p.Columns); err != nil {
+		return nil, window{}, err
+	}
+	return p, w, nil
 }
 
 // resolveColumns checks the projection, identity and filter against the
@@ -203,7 +222,7 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 // that reads.
 func planSnapshot(ctx context.Context, fsys iceio.IO, name string, meta table.Metadata, s Snapshot,
 	_ *Filter) (SnapshotPlan, error) {
-	sp := SnapshotPlan{Snapshot: s}
+	sp := SnapshotPlan{Snapshot: s, Files: []FilePlan{}}
 	switch table.Operation(s.Operation) {
 	case table.OpReplace:
 		sp.Strategy = StrategyReplaceSkipped

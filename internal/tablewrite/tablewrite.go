@@ -1,7 +1,7 @@
-// Package icebergtest writes real Iceberg tables with iceberg-go's own
+// Package tablewrite writes real Iceberg tables with iceberg-go's own
 // writers, for tests, benchmarks and the demo. Rows are given as JSON
 // objects keyed by column name and appended as one Arrow batch per commit.
-package icebergtest
+package tablewrite
 
 import (
 	"context"

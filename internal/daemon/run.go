@@ -1,0 +1,152 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sluicefeed/sluice/catalog"
+	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/demo"
+	"github.com/sluicefeed/sluice/server"
+)
+
+// Run serves until ctx is done, then stops gracefully: it stops accepting
+// calls and waits up to ShutdownTimeout for running ones. Human-readable
+// notices (the address, the demo's connect snippet) go to out; logs go to
+// stderr.
+func Run(ctx context.Context, cfg Config, out io.Writer) error {
+	log := newLogger(cfg, os.Stderr)
+
+	cat, err := catalog.Open(ctx, cfg.Catalog)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	if cfg.Demo {
+		if _, err := demo.Ensure(ctx, cat); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+
+	engine := feed.New(cat, feed.Options{
+		ReadConcurrency: cfg.Engine.ReadConcurrency,
+		MaxBatchRows:    cfg.Engine.MaxBatchRows,
+		MaxBatchBytes:   cfg.Engine.MaxBatchBytes,
+	})
+	srv := server.New(engine, server.Options{Logger: log})
+
+	recover := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		log.ErrorContext(ctx, "panic in call", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		return status.Errorf(codes.Internal, "internal error: %v", p)
+	})
+	gs := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(recovery.UnaryServerInterceptor(recover)),
+		grpc.ChainStreamInterceptor(recovery.StreamServerInterceptor(recover)),
+		grpc.MaxRecvMsgSize(4<<20),
+	)
+	srv.Register(gs)
+
+	lis, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	addr := lis.Addr().String()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- gs.Serve(lis) }()
+
+	log.Info("serving", "address", addr, "catalog", cfg.Catalog.Type, "warehouse", cfg.Catalog.Warehouse)
+	if cfg.ReadyFile != "" {
+		if err := writeReadyFile(cfg.ReadyFile, addr); err != nil {
+			gs.Stop()
+			return err
+		}
+	}
+	if cfg.Demo {
+		printDemo(out, addr)
+	} else {
+		fmt.Fprintf(out, "flightd serving on grpc://%s\n", addr)
+	}
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("stopping", "timeout", cfg.ShutdownTimeout)
+	stopped := make(chan struct{})
+	go func() {
+		gs.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(cfg.ShutdownTimeout):
+		log.Warn("shutdown timeout reached; cancelling running calls")
+		gs.Stop()
+		<-stopped
+	}
+	return nil
+}
+
+// writeReadyFile writes the address atomically, so that a reader never sees
+// a partial one.
+func writeReadyFile(path, addr string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".ready-*")
+	if err != nil {
+		return fmt.Errorf("ready file: %w", err)
+	}
+	if _, err := tmp.WriteString(addr + "\n"); err != nil {
+		tmp.Close()
+		return fmt.Errorf("ready file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("ready file: %w", err)
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func printDemo(out io.Writer, addr string) {
+	fmt.Fprintf(out, `
+Sluice is serving the demo table %[2]s on grpc://%[1]s
+
+Read its change feed from Python (pyarrow only):
+
+    python3 -c '
+import json, pyarrow.flight as flight
+client = flight.connect("grpc://%[1]s")
+ticket = flight.Ticket(json.dumps({"table": "%[2]s"}).encode())
+print(client.do_get(ticket).read_all().to_pandas())'
+
+or with the Sluice client (pip install ./clients/python):
+
+    python3 -c '
+import sluice
+client = sluice.connect("grpc://%[1]s")
+print(client.snapshots("%[2]s"))
+print(client.changes("%[2]s", columns=["order_id", "country", "amount"]).read_all().to_pandas())'
+
+Stop with Ctrl-C.
+`, addr, demo.Table)
+}

@@ -1,0 +1,18 @@
+// Package server serves Sluice's change feeds over Arrow Flight, and its
+// control actions both as Flight actions (JSON bodies, for pyarrow) and as
+// the typed gRPC ControlService (for Go).
+//
+// A ChangeRequest, in binary protobuf or its JSON form, is the command of a
+// FlightDescriptor (GetFlightInfo, GetSchema) or a DoGet ticket. The tickets
+// that GetFlightInfo returns pin the planned window, so later commits never
+// leak into a read. Every streamed batch carries a JSON app_metadata object
+// with at least {"snapshot", "commit_seq", "snapshot_complete"}.
+//
+// Errors carry the gRPC codes of the contract: InvalidArgument for malformed
+// requests, unknown columns, bad filters and windows whose start is not an
+// ancestor of their end; NotFound for unknown tables and snapshots;
+// FailedPrecondition for expired history ("resync required") and table
+// features the engine cannot read; Unavailable when the catalog or storage
+// cannot be reached. A failure mid-stream ends the stream with an error
+// status, never with a clean end.
+package server

@@ -1,0 +1,78 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sluicefeed/sluice/catalog"
+	"github.com/sluicefeed/sluice/feed"
+)
+
+// Sentinel errors of the server.
+var (
+	// ErrBadRequest reports bytes that are not a valid request: neither a
+	// binary nor a JSON ChangeRequest, an unknown action, a malformed action
+	// body.
+	ErrBadRequest = errors.New("server: bad request")
+	// ErrNotImplemented reports a request feature this server does not
+	// offer yet.
+	ErrNotImplemented = errors.New("server: not implemented")
+	// ErrMessageTooLarge reports a batch whose encoding would exceed the
+	// message size clients accept.
+	ErrMessageTooLarge = errors.New("server: message too large")
+)
+
+// codeOf maps an error to its gRPC code, following the contract's table.
+func codeOf(err error) codes.Code {
+	if s, ok := status.FromError(err); ok {
+		return s.Code()
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	case errors.Is(err, ErrBadRequest),
+		errors.Is(err, feed.ErrInvalidRequest),
+		errors.Is(err, feed.ErrUnknownColumn),
+		errors.Is(err, feed.ErrInvalidFilter),
+		errors.Is(err, feed.ErrNotAncestor),
+		errors.Is(err, catalog.ErrInvalidName):
+		return codes.InvalidArgument
+	case errors.Is(err, feed.ErrSnapshotNotFound),
+		errors.Is(err, catalog.ErrTableNotFound):
+		return codes.NotFound
+	case errors.Is(err, feed.ErrResyncRequired),
+		errors.Is(err, feed.ErrUnsupported):
+		return codes.FailedPrecondition
+	case errors.Is(err, feed.ErrTooLarge),
+		errors.Is(err, ErrMessageTooLarge):
+		return codes.ResourceExhausted
+	case errors.Is(err, catalog.ErrUnavailable):
+		return codes.Unavailable
+	case errors.Is(err, ErrNotImplemented):
+		return codes.Unimplemented
+	default:
+		return codes.Internal
+	}
+}
+
+// toStatus converts an error into a gRPC status error with the contract's
+// code and the error's message.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codeOf(err), err.Error())
+}
+
+func badRequestf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,208 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sluicefeed/sluice/feed"
+	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+)
+
+// flightService implements the Arrow Flight RPCs.
+type flightService struct {
+	flight.BaseFlightServer
+	s *Server
+}
+
+// plan decodes a ChangeRequest and plans it.
+func (f *flightService) plan(ctx context.Context, cmd []byte) (*sluicev1.ChangeRequest, *feed.Plan, error) {
+	req, err := DecodeRequest(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	fr, err := feedRequest(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := f.s.engine.Plan(ctx, fr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return req, p, nil
+}
+
+func commandOf(desc *flight.FlightDescriptor) ([]byte, error) {
+	if desc == nil {
+		return nil, badRequestf("missing flight descriptor")
+	}
+	if desc.Type != flight.DescriptorCMD {
+		return nil, badRequestf("descriptor of type %s: want a command descriptor holding a ChangeRequest "+
+			"(FlightDescriptor.for_command)", desc.Type)
+	}
+	return desc.Cmd, nil
+}
+
+// GetFlightInfo plans the window of the ChangeRequest in the descriptor and
+// returns one endpoint whose ticket pins the planned window.
+func (f *flightService) GetFlightInfo(ctx context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	cmd, err := commandOf(desc)
+	if err != nil {
+		return nil, f.s.fail(ctx, "GetFlightInfo", err)
+	}
+	req, p, err := f.plan(ctx, cmd)
+	if err != nil {
+		return nil, f.s.fail(ctx, "GetFlightInfo", err)
+	}
+	ticket, err := pinnedTicket(req, p)
+	if err != nil {
+		return nil, f.s.fail(ctx, "GetFlightInfo", err)
+	}
+	total := int64(-1)
+	if exactRowCount(p) {
+		total = p.RecordsRead
+	}
+	meta, err := json.Marshal(planSummary(p))
+	if err != nil {
+		return nil, f.s.fail(ctx, "GetFlightInfo", err)
+	}
+	return &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(p.Schema(), f.s.mem),
+		FlightDescriptor: desc,
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
+		TotalRecords:     total,
+		TotalBytes:       -1,
+		Ordered:          true,
+		AppMetadata:      meta,
+	}, nil
+}
+
+// exactRowCount reports whether the plan's records read equal the rows it
+// emits: appends only, without a filter.
+func exactRowCount(p *feed.Plan) bool {
+	if p.Filter != "" {
+		return false
+	}
+	for _, sp := range p.Snapshots {
+		if sp.Strategy != feed.StrategyAppend && sp.Strategy != feed.StrategyReplaceSkipped {
+			return false
+		}
+	}
+	return true
+}
+
+// summary is the FlightInfo's app_metadata: the pinned window.
+type summary struct {
+	Table     string `json:"table"`
+	From      *int64 `json:"from_snapshot"`
+	To        *int64 `json:"to_snapshot"`
+	Snapshots int    `json:"snapshots"`
+	CommitSeq int64  `json:"commit_seq"`
+}
+
+func planSummary(p *feed.Plan) summary {
+	s := summary{Table: p.Table, From: p.From, To: p.To, Snapshots: len(p.Snapshots)}
+	if n := len(p.Snapshots); n > 0 {
+		s.CommitSeq = p.Snapshots[n-1].CommitSeq
+	}
+	return s
+}
+
+// GetSchema returns the output schema of the ChangeRequest in the
+// descriptor, without reading data.
+func (f *flightService) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	cmd, err := commandOf(desc)
+	if err != nil {
+		return nil, f.s.fail(ctx, "GetSchema", err)
+	}
+	req, err := DecodeRequest(cmd)
+	if err != nil {
+		return nil, f.s.fail(ctx, "GetSchema", err)
+	}
+	fr, err := feedRequest(req)
+	if err != nil {
+		return nil, f.s.fail(ctx, "GetSchema", err)
+	}
+	schema, err := f.s.engine.Schema(ctx, fr)
+	if err != nil {
+		return nil, f.s.fail(ctx, "GetSchema", err)
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(schema, f.s.mem)}, nil
+}
+
+// DoGet streams the changes of a ticket: a pinned ticket from
+// GetFlightInfo, or a ChangeRequest sent directly.
+func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	ctx := stream.Context()
+	req, p, err := f.plan(ctx, tkt.GetTicket())
+	if err != nil {
+		return f.s.fail(ctx, "DoGet", err)
+	}
+	w := newBatchWriter(stream, p.Schema(), req.GetCompression(), f.s.mem)
+	for b, err := range f.s.engine.Read(ctx, p) {
+		if err != nil {
+			return f.s.fail(ctx, "DoGet", err)
+		}
+		err := w.write(b)
+		b.Record.Release()
+		if err != nil {
+			return f.s.fail(ctx, "DoGet", sendError(ctx, err))
+		}
+	}
+	if err := w.close(); err != nil {
+		return f.s.fail(ctx, "DoGet", sendError(ctx, err))
+	}
+	return nil
+}
+
+// sendError reports a failed send: the client's cancellation when it went
+// away, else the error itself.
+func sendError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return err
+}
+
+// ListFlights lists one flight per table: its descriptor is the command
+// {"table": "<name>"}, which reads the table's whole history.
+func (f *flightService) ListFlights(_ *flight.Criteria, stream flight.FlightService_ListFlightsServer) error {
+	ctx := stream.Context()
+	tables, err := f.s.engine.ListTables(ctx, nil)
+	if err != nil {
+		return f.s.fail(ctx, "ListFlights", err)
+	}
+	for _, t := range tables {
+		cmd, err := json.Marshal(map[string]string{"table": t.Name})
+		if err != nil {
+			return f.s.fail(ctx, "ListFlights", err)
+		}
+		schema, err := f.s.engine.Schema(ctx, feed.Request{Table: t.Name})
+		if err != nil {
+			return f.s.fail(ctx, "ListFlights", err)
+		}
+		info := &flight.FlightInfo{
+			Schema:           flight.SerializeSchema(schema, f.s.mem),
+			FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd},
+			TotalRecords:     -1,
+			TotalBytes:       -1,
+		}
+		if err := stream.Send(info); err != nil {
+			return sendError(ctx, err)
+		}
+	}
+	return nil
+}
+
+// DoPut is not offered: Sluice reads tables, it does not write them.
+func (f *flightService) DoPut(flight.FlightService_DoPutServer) error {
+	return status.Error(codes.Unimplemented, "DoPut is not offered: Sluice serves change feeds and does not write tables")
+}
+
+// DoExchange is not offered.
+func (f *flightService) DoExchange(flight.FlightService_DoExchangeServer) error {
+	return status.Error(codes.Unimplemented, "DoExchange is not offered: read change feeds with DoGet")
+}

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/feed"
+)
+
+// MaxMessageBytes is the largest FlightData message the server sends: the
+// default receive limit of gRPC clients (4 MiB), so that every client can
+// read every batch without raising its limits.
+const MaxMessageBytes = 4 << 20
+
+// batchWriter writes change batches to a DoGet stream as Arrow IPC
+// messages, each record batch with its JSON app_metadata.
+type batchWriter struct {
+	pw *payloadWriter
+	w  *ipc.Writer
+}
+
+func newBatchWriter(stream flight.DataStreamWriter, schema *arrow.Schema, compression string,
+	mem memory.Allocator) *batchWriter {
+	opts := []ipc.Option{ipc.WithSchema(schema), ipc.WithAllocator(mem)}
+	switch compression {
+	case "lz4":
+		opts = append(opts, ipc.WithLZ4())
+	case "zstd":
+		opts = append(opts, ipc.WithZstd())
+	}
+	pw := &payloadWriter{stream: stream}
+	return &batchWriter{pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, opts...)}
+}
+
+// write sends one batch with its app_metadata. It does not release the
+// batch.
+func (bw *batchWriter) write(b feed.Batch) error {
+	bw.pw.appMeta = appMetadata(b)
+	defer func() { bw.pw.appMeta = nil }()
+	return bw.w.Write(b.Record)
+}
+
+// close ends the stream of IPC messages; the schema is sent even when no
+// batch was.
+func (bw *batchWriter) close() error { return bw.w.Close() }
+
+// sent returns the number of messages and body bytes sent.
+func (bw *batchWriter) sent() (messages int, bytes int64) { return bw.pw.messages, bw.pw.bytes }
+
+// appMetadata renders a batch's app_metadata JSON object.
+func appMetadata(b feed.Batch) []byte {
+	buf := make([]byte, 0, 128)
+	buf = append(buf, `{"snapshot":`...)
+	buf = strconv.AppendInt(buf, b.Snapshot.ID, 10)
+	buf = append(buf, `,"commit_seq":`...)
+	buf = strconv.AppendInt(buf, b.Snapshot.CommitSeq, 10)
+	buf = append(buf, `,"snapshot_complete":`...)
+	buf = strconv.AppendBool(buf, b.SnapshotComplete)
+	buf = append(buf, `,"timestamp_ms":`...)
+	buf = strconv.AppendInt(buf, b.Snapshot.TimestampMs, 10)
+	buf = append(buf, `,"rows":`...)
+	buf = strconv.AppendInt(buf, b.Record.NumRows(), 10)
+	return append(buf, '}')
+}
+
+// payloadWriter sends IPC payloads as FlightData messages. It attaches the
+// current app_metadata to every message but the first, which is the schema,
+// so that no metadata travels without its batch; and it refuses any message
+// larger than MaxMessageBytes rather than send one a client cannot read.
+type payloadWriter struct {
+	stream   flight.DataStreamWriter
+	appMeta  []byte
+	body     bytes.Buffer
+	messages int
+	bytes    int64
+}
+
+func (p *payloadWriter) Start() error { return nil }
+
+func (p *payloadWriter) WritePayload(payload ipc.Payload) error {
+	meta := payload.Meta()
+	defer meta.Release()
+	p.body.Reset()
+	if err := payload.SerializeBody(&p.body); err != nil {
+		return fmt.Errorf("encode batch: %w", err)
+	}
+	fd := flight.FlightData{DataHeader: meta.Bytes(), DataBody: p.body.Bytes()}
+	if p.messages > 0 {
+		fd.AppMetadata = p.appMeta
+	}
+	if size := len(fd.DataHeader) + len(fd.DataBody) + len(fd.AppMetadata); size > MaxMessageBytes-1024 {
+		return fmt.Errorf("%w: a batch encodes to %d bytes, more than the %d a client accepts",
+			ErrMessageTooLarge, size, MaxMessageBytes)
+	}
+	if err := p.stream.Send(&fd); err != nil {
+		return err
+	}
+	p.messages++
+	p.bytes += int64(len(fd.DataBody))
+	return nil
+}
+
+func (p *payloadWriter) Close() error { return nil }
