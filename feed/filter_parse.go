@@ -8,12 +8,31 @@ import (
 	"unicode/utf8"
 )
 
-// maxFilterLength and maxFilterDepth bound the work a client's filter can
-// ask of the parser.
+// maxFilterLength (in bytes) and maxFilterDepth (parentheses and NOTs
+// nested in one another) bound the work a client's filter can ask of the
+// parser and of the recursive code that later walks the expression.
 const (
 	maxFilterLength = 64 << 10
 	maxFilterDepth  = 64
 )
+
+// maxQuoted is how many characters of a client's token an error message
+// repeats.
+const maxQuoted = 40
+
+// filterErrorf returns an ErrInvalidFilter error at a 1-based character
+// position of the filter.
+func filterErrorf(pos int, format string, args ...any) error {
+	return fmt.Errorf("%w: at position %d: %s", ErrInvalidFilter, pos, fmt.Sprintf(format, args...))
+}
+
+// clip shortens s to maxQuoted characters for an error message.
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= maxQuoted {
+		return s
+	}
+	return string([]rune(s)[:maxQuoted]) + "..."
+}
 
 // filterNode is a node of a parsed filter. Positions are 1-based character
 // offsets into the filter text, for error messages.
@@ -130,7 +149,7 @@ type lexer struct {
 }
 
 func (l *lexer) errorf(pos int, format string, args ...any) error {
-	return fmt.Errorf("%w: at position %d: %s", ErrInvalidFilter, pos, fmt.Sprintf(format, args...))
+	return filterErrorf(pos, format, args...)
 }
 
 func (l *lexer) peekRune() (rune, int) {
@@ -215,6 +234,18 @@ func (l *lexer) next() (token, error) {
 			}
 			l.advance(s2)
 		}
+		// A number runs into a following word ("1and", "0x10") only by
+		// mistake; reject it rather than split it.
+		if r2, _ := l.peekRune(); r2 == '_' || unicode.IsLetter(r2) || unicode.IsDigit(r2) {
+			for {
+				r2, s2 := l.peekRune()
+				if s2 == 0 || !(r2 == '_' || r2 == '.' || unicode.IsLetter(r2) || unicode.IsDigit(r2)) {
+					break
+				}
+				l.advance(s2)
+			}
+			return token{}, l.errorf(pos, "invalid number %q", clip(l.src[start:l.off]))
+		}
 		return token{kind: tokNumber, text: l.src[start:l.off], pos: pos}, nil
 	case r == '_' || unicode.IsLetter(r):
 		start := l.off
@@ -231,8 +262,8 @@ func (l *lexer) next() (token, error) {
 	}
 }
 
-// quoted reads a quoted token whose quote character is doubled to escape
-// it ('it”s').
+// quoted reads a quoted token, in which the quote character written twice
+// stands for one quote character (SQL's escape).
 func (l *lexer) quoted(q rune, pos int, what string) (string, error) {
 	l.advance(1)
 	var sb strings.Builder
@@ -276,14 +307,23 @@ type parser struct {
 // for nested fields) or quoted with "double quotes" or `backticks`.
 func parseFilter(src string) (filterNode, error) {
 	if len(src) > maxFilterLength {
-		return nil, fmt.Errorf("%w: filter is %d bytes, longer than the limit of %d", ErrInvalidFilter, len(src), maxFilterLength)
+		// The position is that of the first character that does not fit.
+		pos := 1
+		for i, r := range src {
+			if i+utf8.RuneLen(r) > maxFilterLength {
+				break
+			}
+			pos++
+		}
+		return nil, filterErrorf(pos, "filter is %d bytes, longer than the limit of %d bytes",
+			len(src), maxFilterLength)
 	}
 	p := &parser{lex: lexer{src: src}}
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
 	if p.tok.kind == tokEOF {
-		return nil, fmt.Errorf("%w: empty filter", ErrInvalidFilter)
+		return nil, filterErrorf(1, "empty filter")
 	}
 	n, err := p.expr()
 	if err != nil {
@@ -310,15 +350,18 @@ func (p *parser) keyword(kw string) bool {
 
 func (p *parser) unexpected(want string) error {
 	got := "end of filter"
-	if p.tok.kind != tokEOF {
-		got = fmt.Sprintf("%q", p.tok.text)
-		if p.tok.kind == tokString {
-			got = "string '" + p.tok.text + "'"
-		}
+	switch p.tok.kind {
+	case tokEOF:
+	case tokString:
+		got = "string " + literal{kind: litString, text: clip(p.tok.text)}.String()
+	default:
+		got = strconv.Quote(clip(p.tok.text))
 	}
 	return p.lex.errorf(p.tok.pos, "expected %s, found %s", want, got)
 }
 
+// enter counts one more level of nesting (a parenthesis or a NOT) at the
+// current token; leave undoes it.
 func (p *parser) enter() error {
 	p.depth++
 	if p.depth > maxFilterDepth {
@@ -327,11 +370,9 @@ func (p *parser) enter() error {
 	return nil
 }
 
+func (p *parser) leave() { p.depth-- }
+
 func (p *parser) expr() (filterNode, error) {
-	if err := p.enter(); err != nil {
-		return nil, err
-	}
-	defer func() { p.depth-- }()
 	left, err := p.and()
 	if err != nil {
 		return nil, err
@@ -375,7 +416,7 @@ func (p *parser) unary() (filterNode, error) {
 		if err := p.enter(); err != nil {
 			return nil, err
 		}
-		defer func() { p.depth-- }()
+		defer p.leave()
 		if err := p.advance(); err != nil {
 			return nil, err
 		}
@@ -391,6 +432,10 @@ func (p *parser) unary() (filterNode, error) {
 func (p *parser) primary() (filterNode, error) {
 	switch {
 	case p.tok.kind == tokLParen:
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		defer p.leave()
 		if err := p.advance(); err != nil {
 			return nil, err
 		}
@@ -478,7 +523,7 @@ func (p *parser) rest(column string, pos int) (filterNode, error) {
 		}
 		return inNode{pos: pos, column: column, negate: negate, values: values}, p.advance()
 	default:
-		return nil, p.unexpected("a comparison (= != < <= > >=), IN or IS after column " + strconv.Quote(column))
+		return nil, p.unexpected("a comparison (= != < <= > >=), IN or IS after column " + strconv.Quote(clip(column)))
 	}
 }
 
@@ -494,7 +539,7 @@ func (p *parser) literal() (literal, error) {
 		} else if f, ferr := strconv.ParseFloat(t.text, 64); ferr == nil && !strings.ContainsAny(t.text, "xXpP_") {
 			lit.kind, lit.f = litFloat, f
 		} else {
-			return literal{}, p.lex.errorf(t.pos, "invalid number %q", t.text)
+			return literal{}, p.lex.errorf(t.pos, "invalid number %q", clip(t.text))
 		}
 	case p.keyword("TRUE") || p.keyword("FALSE"):
 		lit.kind, lit.b = litBool, p.keyword("TRUE")

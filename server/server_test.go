@@ -236,7 +236,7 @@ func TestFlightInfoPinsWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := schema.Field(2).Type.String(); got != "struct<id: int64>" {
+	if got := schema.Field(2).Type.String(); got != "struct<id: int64 nullable>" {
 		t.Fatalf("after type %s", got)
 	}
 	// A commit after planning does not leak into the planned read.
