@@ -102,20 +102,15 @@ func (a *assembler) inserts(rec arrow.RecordBatch, s Snapshot) ([]arrow.RecordBa
 
 // empty returns a 0-row change batch, to carry a snapshot's completion.
 func (a *assembler) empty() arrow.RecordBatch {
-	return array.NewRecordBatch(a.schema, a.emptyColumns(), 0)
-}
-
-func (a *assembler) emptyColumns() []arrow.Array {
 	cols := make([]arrow.Array, len(a.schema.Fields()))
 	for i, f := range a.schema.Fields() {
 		cols[i] = array.MakeArrayOfNull(a.mem, f.Type, 0)
 	}
-	defer func() {
-		for _, c := range cols {
-			c.Release()
-		}
-	}()
-	return cols
+	rec := array.NewRecordBatch(a.schema, cols, 0)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
 }
 
 type span struct{ off, n int }

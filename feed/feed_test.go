@@ -258,6 +258,20 @@ func TestReadFilter(t *testing.T) {
 	}
 }
 
+func TestFilterMatchingNothingInASnapshot(t *testing.T) {
+	h := newHistory(t, 3, 4) // ids 1..12
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng := feed.New(h.cat, feed.Options{Allocator: mem})
+	// Only the last snapshot has ids above 8; the others stream a 0-row
+	// complete batch each.
+	_, got, batches := read(t, eng, feed.Request{Table: tableName, Filter: "id > 8"})
+	sameChanges(t, got, h.wantInserts(2, 3))
+	if len(batches) != 3 || batches[0].Snapshot.ID != h.snapshots[0] || !batches[0].SnapshotComplete {
+		t.Fatalf("batches %v", batches)
+	}
+}
+
 func TestBatchesBoundedByBytes(t *testing.T) {
 	h := newHistory(t, 1, 5000)
 	const maxBytes = 16 << 10
