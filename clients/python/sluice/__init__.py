@@ -1,0 +1,56 @@
+"""Sluice: read change feeds of lakehouse tables over Arrow Flight.
+
+Example::
+
+    import sluice
+
+    with sluice.connect("grpc://127.0.0.1:8815") as client:
+        print(client.commit_seq("demo.orders"))
+        reader = client.changes("demo.orders", columns=["order_id", "amount"])
+        for batch in reader:
+            ...
+        for b in client.batches("demo.orders"):
+            if b.snapshot_complete:
+                checkpoint = b.snapshot
+
+Every failure raises a :class:`SluiceError` whose ``code`` is the gRPC code
+name and whose ``message`` is the server's message.
+"""
+
+from .client import DEFAULT_URI, ChangeBatch, Client, connect
+from .errors import (
+    Cancelled,
+    DeadlineExceeded,
+    FailedPrecondition,
+    Internal,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    SluiceError,
+    Unauthenticated,
+    Unavailable,
+    Unimplemented,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_URI",
+    "ChangeBatch",
+    "Client",
+    "connect",
+    "SluiceError",
+    "InvalidArgument",
+    "NotFound",
+    "FailedPrecondition",
+    "Unauthenticated",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "Unavailable",
+    "Unimplemented",
+    "Internal",
+    "Cancelled",
+    "DeadlineExceeded",
+    "__version__",
+]

@@ -1,0 +1,600 @@
+"""The Sluice client: change feeds and control actions over Arrow Flight."""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from .errors import PYARROW_ERRORS, FailedPrecondition, Internal, InvalidArgument, from_exception, translated
+from .request import change_request, encode
+
+__all__ = ["DEFAULT_URI", "ChangeBatch", "Client", "connect"]
+
+#: The address a Sluice server listens on by default.
+DEFAULT_URI = "grpc://127.0.0.1:8815"
+
+# The location that means "the server you asked" (Flight 15+).
+_REUSE_CONNECTION = "arrow-flight-reuse-connection://?"
+
+Headers = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
+
+
+def normalize_uri(uri: str) -> str:
+    """Return a Flight URI for ``uri``, which may be ``"host:port"``.
+
+    ``"host:port"`` becomes ``"grpc://host:port"``; a URI with a scheme
+    (``grpc://``, ``grpc+tls://``, ``grpc+unix://``...) is returned as is.
+
+    Raises:
+        TypeError: ``uri`` is not a str.
+        InvalidArgument: ``uri`` is empty.
+    """
+    if not isinstance(uri, str):
+        raise TypeError(f"uri must be a str, not {type(uri).__name__}")
+    uri = uri.strip()
+    if not uri:
+        raise InvalidArgument("uri is empty: want grpc://host:port or host:port")
+    if "://" not in uri:
+        uri = "grpc://" + uri
+    return uri
+
+
+def _header_list(token: Optional[str], headers: Optional[Headers]) -> List[Tuple[bytes, bytes]]:
+    out: List[Tuple[bytes, bytes]] = []
+    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
+    for k, v in items:
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise TypeError("headers must map str names to str values")
+        out.append((k.lower().encode("ascii"), v.encode("utf-8")))
+    if token is not None:
+        if not isinstance(token, str):
+            raise TypeError(f"token must be a str, not {type(token).__name__}")
+        if not token.strip():
+            raise InvalidArgument("token is empty: pass None to send no credentials")
+        if any(k == b"authorization" for k, _ in out):
+            raise InvalidArgument("give token or an authorization header, not both")
+        out.append((b"authorization", b"Bearer " + token.encode("utf-8")))
+    return out
+
+
+def _parse_metadata(buf: Optional[pa.Buffer]) -> Dict[str, Any]:
+    if buf is None or buf.size == 0:
+        return {}
+    raw = buf.to_pybytes()
+    try:
+        meta = json.loads(raw)
+    except ValueError as exc:
+        raise Internal(f"a batch's app_metadata is not JSON: {raw[:200]!r}") from exc
+    if not isinstance(meta, dict):
+        raise Internal(f"a batch's app_metadata is not a JSON object: {raw[:200]!r}")
+    return meta
+
+
+@dataclass(frozen=True)
+class ChangeBatch:
+    """One record batch of a change feed with its ``app_metadata``.
+
+    Attributes:
+        batch: The change rows (``op``, ``before``, ``after``, ``snapshot``,
+            ``ts``); possibly 0 rows (a heartbeat or a checkpoint).
+        metadata: The batch's parsed ``app_metadata``: ``snapshot``,
+            ``commit_seq``, ``snapshot_complete``, ``timestamp_ms``, ``rows``
+            (and any key a newer server adds).
+    """
+
+    batch: pa.RecordBatch
+    metadata: Dict[str, Any]
+
+    @property
+    def snapshot(self) -> Optional[int]:
+        """The snapshot whose changes the batch holds."""
+        return self.metadata.get("snapshot")
+
+    @property
+    def commit_seq(self) -> Optional[int]:
+        """The commit sequence of that snapshot."""
+        return self.metadata.get("commit_seq")
+
+    @property
+    def snapshot_complete(self) -> bool:
+        """True when this is the snapshot's last batch: a consumer may
+        checkpoint ``snapshot`` / ``commit_seq`` once it has processed it."""
+        return bool(self.metadata.get("snapshot_complete", False))
+
+    @property
+    def timestamp_ms(self) -> Optional[int]:
+        """The snapshot's commit time, in milliseconds since the epoch."""
+        return self.metadata.get("timestamp_ms")
+
+    @property
+    def num_rows(self) -> int:
+        """The number of change rows in the batch."""
+        return self.batch.num_rows
+
+
+class Client:
+    """A connection to a Sluice server.
+
+    Create one with :func:`sluice.connect`. A client holds one gRPC channel;
+    use it as a context manager or call :meth:`close` when done. Closing the
+    client also cancels the streams it still has open.
+
+    Every method raises :class:`sluice.SluiceError` (a subclass matching the
+    gRPC code) on failure.
+    """
+
+    def __init__(
+        self,
+        flight_client: flight.FlightClient,
+        *,
+        token: Optional[str] = None,
+        headers: Optional[Headers] = None,
+        timeout: Optional[float] = None,
+        uri: Optional[str] = None,
+        connect_kwargs: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        """Wrap an existing ``pyarrow.flight.FlightClient``.
+
+        Args:
+            flight_client: The Flight client to use; the Client owns it and
+                closes it in :meth:`close`.
+            token: Bearer token sent as ``authorization: Bearer <token>``
+                on every call.
+            headers: Extra headers sent on every call.
+            timeout: Timeout in seconds of each planning and control call
+                (GetFlightInfo, GetSchema, DoAction). Streams (DoGet) are
+                not bounded by it: a long read is not an error.
+            uri: The server's URI, for display.
+            connect_kwargs: ``pyarrow.flight.FlightClient`` arguments used
+                to connect to an endpoint served at another location.
+        """
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or timeout <= 0):
+            raise TypeError("timeout must be a positive number of seconds or None")
+        self._flight = flight_client
+        self._headers = _header_list(token, headers)
+        self._timeout = timeout
+        self._uri = uri
+        self._connect_kwargs = dict(connect_kwargs or {})
+        # _lock guards _closed, _streams and _others.
+        self._lock = threading.Lock()
+        self._closed = False
+        self._streams: "weakref.WeakSet[flight.FlightStreamReader]" = weakref.WeakSet()
+        self._others: Dict[str, flight.FlightClient] = {}
+
+    # -- plumbing ---------------------------------------------------------
+
+    @property
+    def flight_client(self) -> flight.FlightClient:
+        """The underlying ``pyarrow.flight.FlightClient`` (for calls this
+        client does not wrap)."""
+        return self._flight
+
+    def call_options(self, unary: bool = True) -> flight.FlightCallOptions:
+        """Return the FlightCallOptions of a call: the headers, and for a
+        unary call the timeout."""
+        return flight.FlightCallOptions(
+            headers=self._headers or None,
+            timeout=self._timeout if unary else None,
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FailedPrecondition("the client is closed")
+
+    def _client_for(self, endpoint: flight.FlightEndpoint) -> flight.FlightClient:
+        """Return the Flight client that serves an endpoint's ticket."""
+        locations = [loc.uri.decode() if isinstance(loc.uri, bytes) else str(loc.uri)
+                     for loc in endpoint.locations]
+        if not locations or _REUSE_CONNECTION in locations:
+            return self._flight
+        uri = locations[0]
+        with self._lock:
+            self._check_open()
+            c = self._others.get(uri)
+            if c is None:
+                with translated():
+                    c = flight.FlightClient(uri, **self._connect_kwargs)
+                self._others[uri] = c
+            return c
+
+    def _action(self, name: str, body: Dict[str, Any]) -> Any:
+        self._check_open()
+        results: List[bytes] = []
+        with translated():
+            for r in self._flight.do_action(flight.Action(name, encode(body)), options=self.call_options()):
+                results.append(r.body.to_pybytes())
+        if len(results) != 1:
+            raise Internal(f"action {name!r} returned {len(results)} results, want 1")
+        try:
+            return json.loads(results[0])
+        except ValueError as exc:
+            raise Internal(f"action {name!r} returned a result that is not JSON: {results[0][:200]!r}") from exc
+
+    # -- change feeds -----------------------------------------------------
+
+    def flight_info(
+        self,
+        table: str,
+        from_snapshot: Optional[int] = None,
+        to_snapshot: Optional[int] = None,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[str] = None,
+        identity: Optional[Sequence[str]] = None,
+        fold_updates: bool = False,
+        net_changes: bool = False,
+        from_timestamp_ms: Optional[int] = None,
+        to_timestamp_ms: Optional[int] = None,
+        compression: Optional[str] = None,
+    ) -> flight.FlightInfo:
+        """Plan a change window with GetFlightInfo and return the FlightInfo.
+
+        The low-level step behind :meth:`changes`: the FlightInfo holds the
+        output schema, the endpoints whose tickets pin the window, the row
+        count when it is known in advance (else -1), and in its
+        ``app_metadata`` a JSON summary of the pinned window. Arguments are
+        those of :meth:`changes`.
+        """
+        req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
+                             net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+        self._check_open()
+        with translated():
+            return self._flight.get_flight_info(flight.FlightDescriptor.for_command(encode(req)),
+                                                options=self.call_options())
+
+    def _chunks(self, info: flight.FlightInfo) -> Iterator[Tuple[Optional[pa.RecordBatch], Optional[pa.Buffer]]]:
+        """Yield (batch, app_metadata) of every endpoint of a FlightInfo, in
+        order. A failure at any point raises a SluiceError: the iterator
+        never ends early without one."""
+        schema = info.schema
+        for endpoint in info.endpoints:
+            self._check_open()
+            client = self._client_for(endpoint)
+            with translated():
+                stream = client.do_get(endpoint.ticket, options=self.call_options(unary=False))
+            with self._lock:
+                self._streams.add(stream)
+            done = False
+            try:
+                with translated():
+                    if not stream.schema.equals(schema, check_metadata=False):
+                        raise Internal(f"an endpoint streams schema {stream.schema} instead of the planned "
+                                       f"schema {schema}")
+                    while True:
+                        try:
+                            chunk = stream.read_chunk()
+                        except StopIteration:
+                            break
+                        if self._closed:
+                            raise FailedPrecondition("the client was closed during the read")
+                        yield chunk.data, chunk.app_metadata
+                done = True
+            finally:
+                with self._lock:
+                    self._streams.discard(stream)
+                if not done:
+                    # Abandoned or failed mid-stream: tell the server.
+                    try:
+                        stream.cancel()
+                    except Exception:  # noqa: BLE001 - best effort on the way out
+                        pass
+
+    def batches(
+        self,
+        table: str,
+        from_snapshot: Optional[int] = None,
+        to_snapshot: Optional[int] = None,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[str] = None,
+        identity: Optional[Sequence[str]] = None,
+        fold_updates: bool = False,
+        net_changes: bool = False,
+        from_timestamp_ms: Optional[int] = None,
+        to_timestamp_ms: Optional[int] = None,
+        compression: Optional[str] = None,
+    ) -> Iterator[ChangeBatch]:
+        """Stream a change window as :class:`ChangeBatch` objects.
+
+        Like :meth:`changes`, but each batch comes with its parsed
+        ``app_metadata``, the way to see checkpoints: once a batch with
+        ``snapshot_complete`` true is processed, ``snapshot`` and
+        ``commit_seq`` are a safe resume point (``from_snapshot=...``).
+
+        The window is planned when this is called (planning errors raise
+        here); the data is read as the iterator is consumed. Arguments are
+        those of :meth:`changes`.
+
+        Raises:
+            SluiceError: on failure, also while iterating.
+        """
+        info = self.flight_info(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
+                                net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+        return self._change_batches(info)
+
+    def _change_batches(self, info: flight.FlightInfo) -> Iterator[ChangeBatch]:
+        empty = None
+        for data, meta in self._chunks(info):
+            if data is None:
+                # A metadata-only message (the contract says the server does
+                # not send them); keep its metadata on an empty batch.
+                if empty is None:
+                    empty = pa.RecordBatch.from_pylist([], schema=info.schema)
+                data = empty
+            yield ChangeBatch(data, _parse_metadata(meta))
+
+    def changes(
+        self,
+        table: str,
+        from_snapshot: Optional[int] = None,
+        to_snapshot: Optional[int] = None,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[str] = None,
+        identity: Optional[Sequence[str]] = None,
+        fold_updates: bool = False,
+        net_changes: bool = False,
+        from_timestamp_ms: Optional[int] = None,
+        to_timestamp_ms: Optional[int] = None,
+        compression: Optional[str] = None,
+    ) -> pa.RecordBatchReader:
+        """Read the row changes of a table over the window ``(from, to]``.
+
+        Plans the window with GetFlightInfo (errors in the request raise
+        here), then streams every endpoint's ticket with DoGet, in order, as
+        one reader. The rows have the columns ``op`` (``insert``,
+        ``delete``, ``update_before``, ``update_after``, ``update``),
+        ``before`` and ``after`` (structs of the data columns), ``snapshot``
+        and ``ts``.
+
+        Args:
+            table: ``"namespace.table"``.
+            from_snapshot: Exclusive start snapshot id; None: the start of
+                the table's history.
+            to_snapshot: Inclusive end snapshot id; None: the current
+                snapshot when the window is planned (later commits do not
+                leak into the read).
+            columns: Data columns of the images, in order; None: all.
+            filter: SQL boolean expression over data columns, e.g.
+                ``"country = 'SE' AND amount > 10"``.
+            identity: Identity columns that pair deletes and inserts into
+                updates; None: the table's identifier fields.
+            fold_updates: Fold each update_before/update_after pair into one
+                ``update`` row.
+            net_changes: Collapse the window to its net changes per identity
+                (or per whole row).
+            from_timestamp_ms: Exclusive start as a commit time (ms since
+                the epoch); not together with ``from_snapshot``.
+            to_timestamp_ms: Inclusive end as a commit time; not together
+                with ``to_snapshot``.
+            compression: IPC body compression on the wire: None, ``"lz4"``
+                or ``"zstd"``.
+
+        Returns:
+            A ``pyarrow.RecordBatchReader``. A failure mid-stream raises a
+            :class:`SluiceError` from the reader; the reader never ends
+            early without one. Read it to the end, or drop it, to release
+            the stream (``RecordBatchReader.close()`` does not reach the
+            stream; :meth:`Client.close` does).
+
+        Raises:
+            TypeError: An argument of the wrong type.
+            SluiceError: The request was refused or could not be planned.
+        """
+        info = self.flight_info(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
+                                net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+        batches = (data for data, _ in self._chunks(info) if data is not None)
+        return pa.RecordBatchReader.from_batches(info.schema, batches)
+
+    def changes_table(
+        self,
+        table: str,
+        from_snapshot: Optional[int] = None,
+        to_snapshot: Optional[int] = None,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[str] = None,
+        identity: Optional[Sequence[str]] = None,
+        fold_updates: bool = False,
+        net_changes: bool = False,
+        from_timestamp_ms: Optional[int] = None,
+        to_timestamp_ms: Optional[int] = None,
+        compression: Optional[str] = None,
+    ) -> pa.Table:
+        """Read a whole change window into a ``pyarrow.Table``.
+
+        ``changes(...).read_all()``; arguments are those of
+        :meth:`changes`. Use :meth:`changes` or :meth:`batches` for windows
+        that do not fit in memory; ``.to_pandas()`` on the result for a
+        DataFrame.
+        """
+        reader = self.changes(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
+                              net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+        with translated():
+            return reader.read_all()
+
+    def schema(
+        self,
+        table: str,
+        columns: Optional[Sequence[str]] = None,
+        *,
+        from_snapshot: Optional[int] = None,
+        to_snapshot: Optional[int] = None,
+        filter: Optional[str] = None,
+        identity: Optional[Sequence[str]] = None,
+        fold_updates: bool = False,
+        net_changes: bool = False,
+        from_timestamp_ms: Optional[int] = None,
+        to_timestamp_ms: Optional[int] = None,
+    ) -> pa.Schema:
+        """Return the output schema of a change request without reading data
+        (GetSchema).
+
+        The images follow the schema of the window's end snapshot, projected
+        onto ``columns``. Arguments are those of :meth:`changes`.
+        """
+        req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
+                             net_changes, from_timestamp_ms, to_timestamp_ms)
+        self._check_open()
+        with translated():
+            result = self._flight.get_schema(flight.FlightDescriptor.for_command(encode(req)),
+                                             options=self.call_options())
+            return result.schema
+
+    # -- control ----------------------------------------------------------
+
+    def commit_seq(self, table: str) -> Dict[str, Any]:
+        """Return the table's commit position, cheap to poll for new commits.
+
+        Returns:
+            ``{"table", "commit_seq", "snapshot", "timestamp_ms"}``:
+            ``commit_seq`` grows by at least one with every commit to the
+            table's main branch; ``snapshot`` is the current snapshot id
+            (None for a table without snapshots).
+        """
+        return self._action("commit_seq", {"table": _table(table)})
+
+    def snapshots(self, table: str) -> List[Dict[str, Any]]:
+        """Return the lineage of the table's main branch, oldest first.
+
+        Returns:
+            One dict per snapshot: ``snapshot``, ``parent`` (absent for the
+            first), ``sequence_number``, ``commit_seq``, ``timestamp_ms``,
+            ``operation``, ``summary``, ``schema_id``.
+        """
+        result = self._action("list_snapshots", {"table": _table(table)})
+        return list(result.get("snapshots") or [])
+
+    def list_tables(self) -> List[Dict[str, Any]]:
+        """Return the tables the caller may read.
+
+        Returns:
+            One dict per table: ``name``, ``format``, ``format_version``,
+            ``current_snapshot``, ``commit_seq``.
+        """
+        result = self._action("list_tables", {})
+        return list(result.get("tables") or [])
+
+    def explain(
+        self,
+        table: str,
+        from_snapshot: Optional[int] = None,
+        to_snapshot: Optional[int] = None,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[str] = None,
+        identity: Optional[Sequence[str]] = None,
+        fold_updates: bool = False,
+        net_changes: bool = False,
+        from_timestamp_ms: Optional[int] = None,
+        to_timestamp_ms: Optional[int] = None,
+        compression: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Plan a change window without reading data and return the plan.
+
+        Arguments are those of :meth:`changes`.
+
+        Returns:
+            ``{"table", "from_snapshot", "to_snapshot", "columns",
+            "identity", "snapshots": [...], "files_read", "files_skipped",
+            "bytes_read", "records_read"}``; each snapshot entry has its
+            ``strategy`` and the ``files`` it reads.
+        """
+        req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
+                             net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+        return self._action("explain", req)
+
+    # -- lifetime ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Cancel the open streams and close the connection. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            streams = list(self._streams)
+            others = list(self._others.values())
+            self._others.clear()
+        for s in streams:
+            try:
+                s.cancel()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        for c in [*others, self._flight]:
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> "Client":
+        """Return the client; :meth:`close` it on exit."""
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        """Close the client."""
+        self.close()
+
+    def __repr__(self) -> str:
+        """Describe the client."""
+        state = "closed" if self._closed else "open"
+        return f"<sluice.Client {self._uri or '?'} {state}>"
+
+
+def _table(table: Any) -> str:
+    if not isinstance(table, str):
+        raise TypeError(f"table must be a str, not {type(table).__name__}")
+    if not table.strip():
+        raise InvalidArgument("table is required")
+    return table
+
+
+def connect(
+    uri: str = DEFAULT_URI,
+    token: Optional[str] = None,
+    *,
+    headers: Optional[Headers] = None,
+    timeout: Optional[float] = None,
+    **kwargs: Any,
+) -> Client:
+    """Connect to a Sluice server.
+
+    Args:
+        uri: ``grpc://host:port`` (``grpc+tls://`` for TLS) or
+            ``host:port``. Default: ``grpc://127.0.0.1:8815``.
+        token: Bearer token, sent as ``authorization: Bearer <token>`` on
+            every call.
+        headers: Extra headers sent on every call.
+        timeout: Timeout in seconds of each planning and control call
+            (streams are not bounded by it).
+        **kwargs: Passed to ``pyarrow.flight.FlightClient``:
+            ``tls_root_certs``, ``cert_chain``, ``private_key``,
+            ``override_hostname``, ``disable_server_verification``,
+            ``generic_options``, ...
+
+    Returns:
+        A :class:`Client`. The connection is made lazily: an unreachable
+        server is reported (as :class:`sluice.Unavailable`) by the first
+        call.
+    """
+    uri = normalize_uri(uri)
+    # Validate the options before opening a channel.
+    _header_list(token, headers)
+    try:
+        fc = flight.FlightClient(uri, **kwargs)
+    except PYARROW_ERRORS as exc:
+        # A local failure (a URI pyarrow cannot parse, an unknown scheme,
+        # bad TLS material): the request of the caller is at fault.
+        raise InvalidArgument(f"cannot connect to {uri}: {from_exception(exc).message}") from exc
+    try:
+        return Client(fc, token=token, headers=headers, timeout=timeout,
+                      uri=uri, connect_kwargs=kwargs)
+    except BaseException:
+        fc.close()
+        raise

@@ -1,0 +1,138 @@
+"""Encoding of a ChangeRequest (proto ``sluice.v1.ChangeRequest``) as JSON.
+
+The server accepts the protojson form of the request, so the client writes
+it by hand: proto field names, unset fields omitted, int64 values as JSON
+strings (protojson reads both strings and numbers; strings survive any JSON
+tool that turns numbers into doubles).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from typing import Any, Dict, Iterable, List, Optional
+
+from .errors import InvalidArgument
+
+__all__ = ["COMPRESSIONS", "change_request", "encode"]
+
+#: The IPC body compressions the server offers ("" and None: none).
+COMPRESSIONS = ("", "lz4", "zstd")
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+def _int64(name: str, value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+    if not _INT64_MIN <= n <= _INT64_MAX:
+        raise InvalidArgument(f"{name} {n} does not fit in a signed 64-bit integer")
+    return str(n)
+
+
+def _names(name: str, value: Optional[Iterable[str]]) -> Optional[List[str]]:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a list of column names, not a single {type(value).__name__} "
+                        f"(write [{value!r}])")
+    try:
+        names = list(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of column names, not {type(value).__name__}") from None
+    seen = set()
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"{name} must hold str column names, not {type(n).__name__}")
+        if not n.strip():
+            raise InvalidArgument(f"empty name in {name}")
+        if n in seen:
+            raise InvalidArgument(f"column {n!r} appears twice in {name}")
+        seen.add(n)
+    return names or None
+
+
+def _bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def change_request(
+    table: str,
+    from_snapshot: Optional[int] = None,
+    to_snapshot: Optional[int] = None,
+    columns: Optional[Iterable[str]] = None,
+    filter: Optional[str] = None,
+    identity: Optional[Iterable[str]] = None,
+    fold_updates: bool = False,
+    net_changes: bool = False,
+    from_timestamp_ms: Optional[int] = None,
+    to_timestamp_ms: Optional[int] = None,
+    compression: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Validate the arguments of a change request and return its JSON object.
+
+    The object holds only the fields that are set, in proto field order,
+    with int64 values as strings. See :meth:`sluice.Client.changes` for the
+    meaning of each argument.
+
+    Raises:
+        TypeError: An argument of the wrong type (e.g. ``columns="id"``).
+        InvalidArgument: A value the server would refuse: an empty table,
+            both ``from_snapshot`` and ``from_timestamp_ms``, an unknown
+            compression, a duplicate column.
+    """
+    if not isinstance(table, str):
+        raise TypeError(f"table must be a str, not {type(table).__name__}")
+    if not table.strip():
+        raise InvalidArgument("table is required")
+    req: Dict[str, Any] = {"table": table}
+    fields = {
+        "from_snapshot": _int64("from_snapshot", from_snapshot),
+        "from_timestamp_ms": _int64("from_timestamp_ms", from_timestamp_ms),
+        "to_snapshot": _int64("to_snapshot", to_snapshot),
+        "to_timestamp_ms": _int64("to_timestamp_ms", to_timestamp_ms),
+    }
+    if fields["from_snapshot"] is not None and fields["from_timestamp_ms"] is not None:
+        raise InvalidArgument("give from_snapshot or from_timestamp_ms, not both")
+    if fields["to_snapshot"] is not None and fields["to_timestamp_ms"] is not None:
+        raise InvalidArgument("give to_snapshot or to_timestamp_ms, not both")
+    if from_timestamp_ms is not None and to_timestamp_ms is not None and from_timestamp_ms > to_timestamp_ms:
+        raise InvalidArgument(f"from_timestamp_ms {from_timestamp_ms} is after to_timestamp_ms {to_timestamp_ms}")
+    req.update((k, v) for k, v in fields.items() if v is not None)
+    cols = _names("columns", columns)
+    if cols:
+        req["columns"] = cols
+    if filter is not None:
+        if not isinstance(filter, str):
+            raise TypeError(f"filter must be a str (a SQL boolean expression), not {type(filter).__name__}")
+        if filter.strip():
+            req["filter"] = filter
+    ident = _names("identity", identity)
+    if ident:
+        req["identity"] = ident
+    if _bool("fold_updates", fold_updates):
+        req["fold_updates"] = True
+    if _bool("net_changes", net_changes):
+        req["net_changes"] = True
+    if compression is not None:
+        if not isinstance(compression, str):
+            raise TypeError(f"compression must be a str, not {type(compression).__name__}")
+        if compression not in COMPRESSIONS:
+            raise InvalidArgument(f'compression {compression!r}: want None or "" (none), "lz4" or "zstd"')
+        if compression:
+            req["compression"] = compression
+    return req
+
+
+def encode(req: Dict[str, Any]) -> bytes:
+    """Encode a request object as compact UTF-8 JSON bytes."""
+    return json.dumps(req, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

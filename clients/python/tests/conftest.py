@@ -1,0 +1,174 @@
+"""A tiny in-process Flight server that plays Sluice for the unit tests.
+
+It is not Sluice: it answers with canned data and raises the errors a test
+asks for, so that the client's seam to pyarrow.flight can be tested without
+the real server.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Dict, List
+
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+
+DATA = pa.struct([("id", pa.int64()), ("name", pa.string())])
+SCHEMA = pa.schema([
+    pa.field("op", pa.string(), nullable=False),
+    pa.field("before", DATA),
+    pa.field("after", DATA),
+    pa.field("snapshot", pa.int64()),
+    pa.field("ts", pa.timestamp("us", tz="UTC")),
+])
+
+# The exceptions a request for table "error.<key>" makes the server raise.
+ERRORS = {
+    "invalid": lambda: pa.ArrowInvalid("feed: unknown column: zz"),
+    "notfound": lambda: KeyError("catalog: table not found: a.b"),
+    "unauthenticated": lambda: flight.FlightUnauthenticatedError("missing bearer token"),
+    "denied": lambda: flight.FlightUnauthorizedError("not allowed to read a.b"),
+    "unavailable": lambda: flight.FlightUnavailableError("catalog unreachable"),
+    "internal": lambda: flight.FlightInternalError("a bug"),
+    "unimplemented": lambda: NotImplementedError("follow mode is not available"),
+    "cancelled": lambda: flight.FlightCancelledError("gone"),
+    "timeout": lambda: flight.FlightTimedOutError("too slow"),
+}
+
+
+def change_batch(ids: List[int], snapshot: int) -> pa.RecordBatch:
+    """A batch of inserts of the given ids."""
+    n = len(ids)
+    after = pa.array([{"id": i, "name": f"n{i}"} for i in ids], type=DATA)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(["insert"] * n),
+            pa.nulls(n, type=DATA),
+            after,
+            pa.array([snapshot] * n, type=pa.int64()),
+            pa.array([1_700_000_000_000_000 + snapshot] * n, type=pa.timestamp("us", tz="UTC")),
+        ],
+        schema=SCHEMA,
+    )
+
+
+def meta(snapshot: int, complete: bool, rows: int) -> bytes:
+    return json.dumps({"snapshot": snapshot, "commit_seq": snapshot, "snapshot_complete": complete,
+                       "timestamp_ms": 1_700_000_000_000 + snapshot, "rows": rows}).encode()
+
+
+class RecordHeaders(flight.ServerMiddlewareFactory):
+    """Records the headers of every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: List[Dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def start_call(self, info, headers):
+        with self._lock:
+            self.calls.append({"method": info.method, "headers": headers})
+        return None
+
+
+class FakeSluice(flight.FlightServerBase):
+    """Plays Sluice with two endpoints per window."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.headers = RecordHeaders()
+        super().__init__("grpc://127.0.0.1:0", middleware={"headers": self.headers}, **kwargs)
+        self.commands: List[Dict[str, Any]] = []
+        self.actions: List[Any] = []
+
+    def _request(self, raw: bytes) -> Dict[str, Any]:
+        req = json.loads(raw)
+        self.commands.append(req)
+        table = req["table"]
+        if table.startswith("error."):
+            raise ERRORS[table[len("error."):]]()
+        return req
+
+    def get_flight_info(self, context, descriptor):
+        req = self._request(descriptor.command)
+        if req["table"] == "bad.metadata":
+            tickets = [b"bad-metadata"]
+        elif req["table"] == "fail.midstream":
+            tickets = [b"part1", b"fail"]
+        elif req["table"] == "other.schema":
+            tickets = [b"part1", b"other-schema"]
+        else:
+            tickets = [b"part1", b"part2"]
+        endpoints = [flight.FlightEndpoint(t, []) for t in tickets]
+        return flight.FlightInfo(SCHEMA, descriptor, endpoints, -1, -1)
+
+    def get_schema(self, context, descriptor):
+        self._request(descriptor.command)
+        return flight.SchemaResult(SCHEMA)
+
+    def do_get(self, context, ticket):
+        t = ticket.ticket
+        if t == b"part1":
+            return flight.GeneratorStream(SCHEMA, iter([
+                (change_batch([1, 2], 1), meta(1, False, 2)),
+                (change_batch([3], 1), meta(1, True, 1)),
+            ]))
+        if t == b"part2":
+            return flight.GeneratorStream(SCHEMA, iter([
+                (change_batch([], 2), meta(2, False, 0)),
+                (change_batch([4, 5], 2), meta(2, True, 2)),
+            ]))
+        if t == b"fail":
+            def gen():
+                yield change_batch([9], 3), meta(3, False, 1)
+                raise flight.FlightUnavailableError("storage went away")
+            return flight.GeneratorStream(SCHEMA, gen())
+        if t == b"bad-metadata":
+            return flight.GeneratorStream(SCHEMA, iter([(change_batch([1], 1), b"not json")]))
+        if t == b"other-schema":
+            other = pa.schema([("x", pa.int64())])
+            return flight.GeneratorStream(other, iter([pa.record_batch([pa.array([1])], schema=other)]))
+        raise KeyError(f"unknown ticket {t!r}")
+
+    def do_action(self, context, action):
+        body = action.body.to_pybytes()
+        self.actions.append((action.type, json.loads(body)))
+        if action.type == "commit_seq":
+            req = json.loads(body)
+            if req["table"].startswith("error."):
+                raise ERRORS[req["table"][len("error."):]]()
+            return [json.dumps({"table": req["table"], "commit_seq": 7, "snapshot": 1 << 62,
+                                "timestamp_ms": 1_700_000_000_000}).encode()]
+        if action.type == "list_tables":
+            return [b'{"tables":[{"name":"a.b","format":"iceberg","format_version":2,'
+                    b'"current_snapshot":5,"commit_seq":3}]}']
+        if action.type == "list_snapshots":
+            return [b'{"table":"a.b","snapshots":[{"snapshot":1,"sequence_number":1,"commit_seq":1,'
+                    b'"timestamp_ms":1,"operation":"append","schema_id":0},{"snapshot":2,"parent":1,'
+                    b'"sequence_number":2,"commit_seq":2,"timestamp_ms":2,"operation":"append","schema_id":0}]}']
+        if action.type == "explain":
+            return [json.dumps({"table": "a.b", "request": json.loads(body), "snapshots": []}).encode()]
+        if action.type == "two_results":
+            return [b"{}", b"{}"]
+        raise pa.ArrowInvalid(f"unknown action {action.type!r}")
+
+
+@pytest.fixture
+def server():
+    srv = FakeSluice()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+
+
+@pytest.fixture
+def client(server):
+    import sluice
+
+    c = sluice.connect(f"127.0.0.1:{server.port}", token="s3cret", timeout=10)
+    try:
+        yield c
+    finally:
+        c.close()
