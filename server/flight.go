@@ -155,6 +155,9 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if err := w.close(); err != nil {
 		return f.s.fail(ctx, "DoGet", sendError(ctx, err))
 	}
+	messages, bytes := w.sent()
+	f.s.log.DebugContext(ctx, "stream done", "table", p.Table, "snapshots", len(p.Snapshots),
+		"messages", messages, "bytes", bytes)
 	return nil
 }
 

@@ -74,7 +74,7 @@ func start(t *testing.T, commits, rows, payloadBytes int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go gs.Serve(lis)
+	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
