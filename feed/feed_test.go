@@ -432,6 +432,7 @@ func TestEarlyStopReleasesMemory(t *testing.T) {
 	})
 	t.Run("context cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		n := 0
 		var last error
 		for b, err := range eng.Read(ctx, p) {
