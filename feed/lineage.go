@@ -84,6 +84,10 @@ func snapshotInfo(meta table.Metadata, s *table.Snapshot, position int64) Snapsh
 	return info
 }
 
+// NoSnapshot, as a window's end, names the empty state of a table before its
+// first snapshot (Iceberg's "no current snapshot" id).
+const NoSnapshot int64 = -1
+
 // window is a resolved change window.
 type window struct {
 	// from is the exclusive start; nil for the start of history.
@@ -102,6 +106,8 @@ func resolveWindow(name string, meta table.Metadata, req Request) (window, error
 	// The end of the window.
 	var head *int64
 	switch {
+	case req.ToSnapshot != nil && *req.ToSnapshot == NoSnapshot:
+		// The empty state before the first snapshot.
 	case req.ToSnapshot != nil:
 		if meta.SnapshotByID(*req.ToSnapshot) == nil {
 			return window{}, fmt.Errorf("%w: to_snapshot %d is not a snapshot of table %s%s",

@@ -68,7 +68,7 @@ func snapshotProto(s feed.Snapshot) *sluicev1.SnapshotInfo {
 
 func planProto(p *feed.Plan) *sluicev1.Plan {
 	out := &sluicev1.Plan{Table: p.Table, FromSnapshot: p.From, ToSnapshot: p.To, Columns: p.Columns,
-		Identity: p.Identity, FilesRead: p.FilesRead, FilesSkipped: p.FilesSkipped, BytesRead: p.BytesRead,
+		Identity: p.Identity, Filter: p.Filter, FilesRead: p.FilesRead, FilesSkipped: p.FilesSkipped, BytesRead: p.BytesRead,
 		RecordsRead: p.RecordsRead}
 	for _, sp := range p.Snapshots {
 		ps := &sluicev1.SnapshotPlan{Snapshot: sp.ID, SequenceNumber: sp.SequenceNumber, CommitSeq: sp.CommitSeq,

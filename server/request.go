@@ -84,6 +84,12 @@ func pinnedTicket(req *sluicev1.ChangeRequest, p *feed.Plan) ([]byte, error) {
 	pinned := proto.Clone(req).(*sluicev1.ChangeRequest)
 	pinned.FromTimestampMs, pinned.ToTimestampMs = nil, nil
 	pinned.FromSnapshot, pinned.ToSnapshot = p.From, p.To
+	if p.To == nil {
+		// The table had no snapshot: pin the empty state, so that a commit
+		// landing before DoGet does not leak into the read.
+		empty := feed.NoSnapshot
+		pinned.ToSnapshot = &empty
+	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(pinned)
 }
 

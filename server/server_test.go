@@ -67,9 +67,10 @@ func start(t *testing.T, commits, rows, payloadBytes int) *fixture {
 
 	f.mem = memory.NewCheckedAllocator(memory.NewGoAllocator())
 	engine := feed.New(cat, feed.Options{Allocator: f.mem})
-	gs := grpc.NewServer()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	server.New(engine, server.Options{Allocator: f.mem, Logger: quiet}).Register(gs)
+	srv := server.New(engine, server.Options{Allocator: f.mem, Logger: quiet})
+	gs := grpc.NewServer(srv.ServerOptions()...)
+	srv.Register(gs)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -501,6 +502,24 @@ func TestClientCancelMidStream(t *testing.T) {
 	}
 	rdr.Release()
 	// The fixture's cleanup asserts that the server released everything.
+}
+
+func TestEmptyTableTicketIsPinned(t *testing.T) {
+	f := start(t, 0, 0, 0)
+	ctx := context.Background()
+	info, err := f.client.GetFlightInfo(ctx, &flight.FlightDescriptor{Type: flight.DescriptorCMD,
+		Cmd: []byte(`{"table": "shop.orders"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, 0, 3, 8)
+	got, err := f.doGet(t, ctx, info.Endpoint[0].Ticket.Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.rows != 0 || len(got.metas) != 0 {
+		t.Fatalf("a window planned on an empty table read %d rows after a later commit", got.rows)
+	}
 }
 
 func TestGetSchemaReadsNoData(t *testing.T) {

@@ -8,13 +8,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
@@ -47,15 +43,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	})
 	srv := server.New(engine, server.Options{Logger: log})
 
-	recover := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
-		log.ErrorContext(ctx, "panic in call", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-		return status.Errorf(codes.Internal, "internal error: %v", p)
-	})
-	gs := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(recovery.UnaryServerInterceptor(recover)),
-		grpc.ChainStreamInterceptor(recovery.StreamServerInterceptor(recover)),
-		grpc.MaxRecvMsgSize(4<<20),
-	)
+	gs := grpc.NewServer(srv.ServerOptions()...)
 	srv.Register(gs)
 
 	lis, err := net.Listen("tcp", cfg.Listen)

@@ -46,7 +46,8 @@ type ChangeRequest struct {
 	FromTimestampMs *int64 `protobuf:"varint,3,opt,name=from_timestamp_ms,json=fromTimestampMs,proto3,oneof" json:"from_timestamp_ms,omitempty"`
 	// Inclusive end of the window, as a snapshot id. Absent: the current
 	// snapshot when the window is planned. At most one of to_snapshot and
-	// to_timestamp_ms.
+	// to_timestamp_ms. -1 names the empty state of a table without snapshots
+	// (tickets of windows planned on an empty table carry it).
 	ToSnapshot *int64 `protobuf:"varint,4,opt,name=to_snapshot,json=toSnapshot,proto3,oneof" json:"to_snapshot,omitempty"`
 	// Inclusive end of the window, as a commit time in milliseconds since the
 	// Unix epoch: the last snapshot committed at or before this time.
@@ -696,11 +697,13 @@ type Plan struct {
 	// Identity columns used to pair updates.
 	Identity []string `protobuf:"bytes,5,rep,name=identity,proto3" json:"identity,omitempty"`
 	// One entry per snapshot of the window, in lineage order.
-	Snapshots     []*SnapshotPlan `protobuf:"bytes,6,rep,name=snapshots,proto3" json:"snapshots,omitempty"`
-	FilesRead     int64           `protobuf:"varint,7,opt,name=files_read,json=filesRead,proto3" json:"files_read,omitempty"`
-	FilesSkipped  int64           `protobuf:"varint,8,opt,name=files_skipped,json=filesSkipped,proto3" json:"files_skipped,omitempty"`
-	BytesRead     int64           `protobuf:"varint,9,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
-	RecordsRead   int64           `protobuf:"varint,10,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"`
+	Snapshots    []*SnapshotPlan `protobuf:"bytes,6,rep,name=snapshots,proto3" json:"snapshots,omitempty"`
+	FilesRead    int64           `protobuf:"varint,7,opt,name=files_read,json=filesRead,proto3" json:"files_read,omitempty"`
+	FilesSkipped int64           `protobuf:"varint,8,opt,name=files_skipped,json=filesSkipped,proto3" json:"files_skipped,omitempty"`
+	BytesRead    int64           `protobuf:"varint,9,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	RecordsRead  int64           `protobuf:"varint,10,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"`
+	// The row filter, as written.
+	Filter        string `protobuf:"bytes,11,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -803,6 +806,13 @@ func (x *Plan) GetRecordsRead() int64 {
 		return x.RecordsRead
 	}
 	return 0
+}
+
+func (x *Plan) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
 }
 
 // SnapshotPlan is the plan of one snapshot of the window.
@@ -1069,7 +1079,7 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\fSummaryEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
-	"\a_parent\"\x81\x03\n" +
+	"\a_parent\"\x99\x03\n" +
 	"\x04Plan\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12$\n" +
@@ -1084,7 +1094,8 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\n" +
 	"bytes_read\x18\t \x01(\x03R\tbytesRead\x12!\n" +
 	"\frecords_read\x18\n" +
-	" \x01(\x03R\vrecordsReadB\x10\n" +
+	" \x01(\x03R\vrecordsRead\x12\x16\n" +
+	"\x06filter\x18\v \x01(\tR\x06filterB\x10\n" +
 	"\x0e_from_snapshotB\x0e\n" +
 	"\f_to_snapshot\"\xe1\x02\n" +
 	"\fSnapshotPlan\x12\x1a\n" +

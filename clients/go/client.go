@@ -1,0 +1,139 @@
+package sluice
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+)
+
+// DefaultAddr is the address a Sluice server listens on by default.
+const DefaultAddr = "127.0.0.1:8815"
+
+// Client is a connection to a Sluice server. One gRPC connection carries
+// both the Arrow Flight calls that stream changes and the typed control
+// calls. A Client is safe for concurrent use by multiple goroutines.
+type Client struct {
+	conn    *grpc.ClientConn
+	flight  flight.Client
+	control sluicev1.ControlServiceClient
+	mem     memory.Allocator
+}
+
+// Dial returns a client of the Sluice server at addr, which is "host:port"
+// or a URI with the scheme "grpc" or "grpc+tcp" (plaintext) or "grpc+tls"
+// (TLS), such as "grpc+tls://sluice.example.com:443". A bare "host:port"
+// is plaintext unless WithTLSConfig is given.
+//
+// Dial does not wait for the connection to be established: it starts
+// connecting in the background, and a call made while the server cannot
+// be reached fails with codes.Unavailable. ctx bounds only the setup; it
+// does not govern the connection's lifetime. Close the client to release
+// the connection.
+func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sluice: dial %s: %w", addr, err)
+	}
+	var cfg config
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	target, scheme, err := parseAddr(addr)
+	if err != nil {
+		return nil, fmt.Errorf("sluice: dial: %w", err)
+	}
+
+	var creds credentials.TransportCredentials
+	switch {
+	case scheme == schemeTLS || (scheme == "" && cfg.tls != nil):
+		tc := cfg.tls
+		if tc == nil {
+			tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		creds = credentials.NewTLS(tc.Clone())
+	case cfg.tls != nil:
+		return nil, fmt.Errorf("sluice: dial %s: the %s:// scheme is plaintext, but a TLS configuration was given "+
+			"(use %s://)", addr, scheme, schemeTLS)
+	default:
+		creds = insecure.NewCredentials()
+	}
+
+	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if cfg.token != "" {
+		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(bearerToken(cfg.token)))
+	}
+	dialOpts = append(dialOpts, cfg.dialOpts...)
+	conn, err := grpc.NewClient(target, dialOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("sluice: dial %s: %w", addr, err)
+	}
+	conn.Connect()
+
+	mem := cfg.mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	return &Client{
+		conn:    conn,
+		flight:  flight.NewClientFromConn(conn, nil),
+		control: sluicev1.NewControlServiceClient(conn),
+		mem:     mem,
+	}, nil
+}
+
+// Close closes the connection. Calls and ChangeReaders still in flight
+// fail; their readers must still be released.
+func (c *Client) Close() error {
+	return c.conn.Close()
+}
+
+// Address schemes.
+const (
+	schemeGRPC = "grpc"
+	schemeTCP  = "grpc+tcp"
+	schemeTLS  = "grpc+tls"
+)
+
+var errBadAddr = errors.New("invalid address")
+
+// parseAddr splits addr into a "host:port" gRPC target and its scheme
+// ("" for a bare "host:port").
+func parseAddr(addr string) (target, scheme string, err error) {
+	hostport := addr
+	if s, rest, ok := strings.Cut(addr, "://"); ok {
+		switch s {
+		case schemeGRPC, schemeTCP, schemeTLS:
+		default:
+			return "", "", fmt.Errorf("%w %q: unknown scheme %q (want grpc://, grpc+tcp:// or grpc+tls://)",
+				errBadAddr, addr, s)
+		}
+		scheme, hostport = s, strings.TrimSuffix(rest, "/")
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || host == "" || port == "" || strings.ContainsAny(hostport, "/?#@") {
+		return "", "", fmt.Errorf("%w %q: want host:port, optionally after grpc://, grpc+tcp:// or grpc+tls://",
+			errBadAddr, addr)
+	}
+	return net.JoinHostPort(host, port), scheme, nil
+}
+
+// bearerToken sends "authorization: Bearer <token>" with every call.
+type bearerToken string
+
+func (t bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(t)}, nil
+}
+
+// RequireTransportSecurity is false so that tokens also work with
+// plaintext servers on a local network or in tests.
+func (t bearerToken) RequireTransportSecurity() bool { return false }

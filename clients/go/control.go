@@ -1,0 +1,201 @@
+package sluice
+
+import (
+	"context"
+	"maps"
+
+	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+)
+
+// CommitSeq is a table's current commit position.
+type CommitSeq struct {
+	// Table is the table, as "namespace.table".
+	Table string
+	// CommitSeq grows by at least one with every commit to the table's
+	// main branch and never otherwise changes; 0 for a table without
+	// snapshots.
+	CommitSeq int64
+	// Snapshot is the current snapshot of the main branch; nil for a table
+	// without snapshots.
+	Snapshot *int64
+	// TimestampMs is the current snapshot's commit time, in milliseconds
+	// since the Unix epoch (0 without one).
+	TimestampMs int64
+}
+
+// TableInfo describes a table the caller may read.
+type TableInfo struct {
+	// Name is the table, as "namespace.table".
+	Name string
+	// Format is the table format: "iceberg".
+	Format string
+	// FormatVersion is the table format version (Iceberg 1, 2 or 3).
+	FormatVersion int
+	// CurrentSnapshot is the current snapshot of the main branch; nil for
+	// a table without snapshots.
+	CurrentSnapshot *int64
+	// CommitSeq is the table's commit sequence.
+	CommitSeq int64
+}
+
+// Snapshot describes one snapshot of a table's lineage.
+type Snapshot struct {
+	// ID is the snapshot id.
+	ID int64
+	// Parent is the parent snapshot's id; nil for the first snapshot.
+	Parent *int64
+	// SequenceNumber is the snapshot's data sequence number (0 in Iceberg
+	// format v1 tables).
+	SequenceNumber int64
+	// CommitSeq is the snapshot's commit sequence.
+	CommitSeq int64
+	// TimestampMs is the commit time, in milliseconds since the Unix
+	// epoch.
+	TimestampMs int64
+	// Operation is the snapshot's operation: append, overwrite, delete or
+	// replace.
+	Operation string
+	// Summary holds the snapshot summary's properties.
+	Summary map[string]string
+	// SchemaID is the id of the schema the snapshot was written with.
+	SchemaID int
+}
+
+// Plan is how the server would read a change window.
+type Plan struct {
+	// Table is the table, as "namespace.table".
+	Table string
+	// FromSnapshot is the exclusive start snapshot; nil for the start of
+	// the table's history.
+	FromSnapshot *int64
+	// ToSnapshot is the inclusive end snapshot; nil for a table without
+	// snapshots.
+	ToSnapshot *int64
+	// Columns are the data columns of the images, in order.
+	Columns []string
+	// Identity are the columns used to pair updates (may be empty).
+	Identity []string
+	// Snapshots has one entry per snapshot of the window, in lineage
+	// order.
+	Snapshots []SnapshotPlan
+	// FilesRead is the number of files the read opens.
+	FilesRead int64
+	// FilesSkipped is the number of files planning ruled out.
+	FilesSkipped int64
+	// BytesRead is the size of the files read.
+	BytesRead int64
+	// RecordsRead is the number of records in the files read.
+	RecordsRead int64
+}
+
+// SnapshotPlan is how one snapshot of a window is read.
+type SnapshotPlan struct {
+	// Snapshot is the snapshot id.
+	Snapshot int64
+	// SequenceNumber is the snapshot's data sequence number.
+	SequenceNumber int64
+	// CommitSeq is the snapshot's commit sequence.
+	CommitSeq int64
+	// TimestampMs is the commit time, in milliseconds since the Unix
+	// epoch.
+	TimestampMs int64
+	// Operation is the snapshot's operation.
+	Operation string
+	// Strategy is how the changes are computed: append, rewrite,
+	// position-delete, deletion-vector, equality-delete or replace-skipped.
+	Strategy string
+	// Files are the files read to compute the changes.
+	Files []FilePlan
+	// FilesSkipped is the number of files planning ruled out.
+	FilesSkipped int64
+	// BytesRead is the size of the files read.
+	BytesRead int64
+	// RecordsRead is the number of records in the files read.
+	RecordsRead int64
+}
+
+// FilePlan is one file a snapshot's plan reads.
+type FilePlan struct {
+	// Path is the file's location.
+	Path string
+	// Content is data, position_deletes, equality_deletes or
+	// deletion_vector.
+	Content string
+	// Role says why the file is read: added, removed or deletes.
+	Role string
+	// RecordCount is the number of records in the file.
+	RecordCount int64
+	// FileSizeBytes is the file's size.
+	FileSizeBytes int64
+}
+
+// CommitSeq returns the table's current commit position. It is cheap:
+// poll it to learn when a table has new commits.
+func (c *Client) CommitSeq(ctx context.Context, table string) (CommitSeq, error) {
+	resp, err := c.control.CommitSeq(ctx, &sluicev1.CommitSeqRequest{Table: table})
+	if err != nil {
+		return CommitSeq{}, callError(ctx, "CommitSeq", err)
+	}
+	return CommitSeq{Table: resp.GetTable(), CommitSeq: resp.GetCommitSeq(), Snapshot: copyInt64(resp.Snapshot),
+		TimestampMs: resp.GetTimestampMs()}, nil
+}
+
+// ListTables returns the tables the caller may read.
+func (c *Client) ListTables(ctx context.Context) ([]TableInfo, error) {
+	resp, err := c.control.ListTables(ctx, &sluicev1.ListTablesRequest{})
+	if err != nil {
+		return nil, callError(ctx, "ListTables", err)
+	}
+	out := make([]TableInfo, 0, len(resp.GetTables()))
+	for _, t := range resp.GetTables() {
+		out = append(out, TableInfo{Name: t.GetName(), Format: t.GetFormat(), FormatVersion: int(t.GetFormatVersion()),
+			CurrentSnapshot: copyInt64(t.CurrentSnapshot), CommitSeq: t.GetCommitSeq()})
+	}
+	return out, nil
+}
+
+// Snapshots returns the lineage of the table's main branch, oldest first.
+func (c *Client) Snapshots(ctx context.Context, table string) ([]Snapshot, error) {
+	resp, err := c.control.ListSnapshots(ctx, &sluicev1.ListSnapshotsRequest{Table: table})
+	if err != nil {
+		return nil, callError(ctx, "Snapshots", err)
+	}
+	out := make([]Snapshot, 0, len(resp.GetSnapshots()))
+	for _, s := range resp.GetSnapshots() {
+		out = append(out, Snapshot{ID: s.GetSnapshot(), Parent: copyInt64(s.Parent), SequenceNumber: s.GetSequenceNumber(),
+			CommitSeq: s.GetCommitSeq(), TimestampMs: s.GetTimestampMs(), Operation: s.GetOperation(),
+			Summary: maps.Clone(s.GetSummary()), SchemaID: int(s.GetSchemaId())})
+	}
+	return out, nil
+}
+
+// Explain plans the window of req without reading data and returns the
+// plan: its snapshots, the files each reads and skips, and how each
+// snapshot's changes are computed.
+func (c *Client) Explain(ctx context.Context, req ChangeRequest) (*Plan, error) {
+	const op = "Explain"
+	pr, err := req.proto(op)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.control.Explain(ctx, pr)
+	if err != nil {
+		return nil, callError(ctx, op, err)
+	}
+	p := &Plan{Table: resp.GetTable(), FromSnapshot: copyInt64(resp.FromSnapshot), ToSnapshot: copyInt64(resp.ToSnapshot),
+		Columns: resp.GetColumns(), Identity: resp.GetIdentity(), Snapshots: make([]SnapshotPlan, 0, len(resp.GetSnapshots())),
+		FilesRead: resp.GetFilesRead(), FilesSkipped: resp.GetFilesSkipped(), BytesRead: resp.GetBytesRead(),
+		RecordsRead: resp.GetRecordsRead()}
+	for _, sp := range resp.GetSnapshots() {
+		s := SnapshotPlan{Snapshot: sp.GetSnapshot(), SequenceNumber: sp.GetSequenceNumber(), CommitSeq: sp.GetCommitSeq(),
+			TimestampMs: sp.GetTimestampMs(), Operation: sp.GetOperation(), Strategy: sp.GetStrategy(),
+			Files: make([]FilePlan, 0, len(sp.GetFiles())), FilesSkipped: sp.GetFilesSkipped(), BytesRead: sp.GetBytesRead(),
+			RecordsRead: sp.GetRecordsRead()}
+		for _, f := range sp.GetFiles() {
+			s.Files = append(s.Files, FilePlan{Path: f.GetPath(), Content: f.GetContent(), Role: f.GetRole(),
+				RecordCount: f.GetRecordCount(), FileSizeBytes: f.GetFileSizeBytes()})
+		}
+		p.Snapshots = append(p.Snapshots, s)
+	}
+	return p, nil
+}

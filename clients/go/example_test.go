@@ -1,0 +1,161 @@
+package sluice_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"google.golang.org/grpc/codes"
+
+	sluice "github.com/sluicefeed/sluice/clients/go"
+)
+
+// This example reads the changes a table made after a snapshot, batch by
+// batch, and checkpoints at complete snapshots.
+func Example() {
+	ctx := context.Background()
+	c, err := sluice.Dial(ctx, "grpc://127.0.0.1:8815")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	from := int64(1234) // the last snapshot processed, from a checkpoint
+	r, err := c.Changes(ctx, sluice.ChangeRequest{
+		Table:        "demo.orders",
+		FromSnapshot: &from,
+		Columns:      []string{"order_id", "country", "amount"},
+		Filter:       "country = 'SE'",
+	})
+	if err != nil {
+		log.Fatal(err) // for example NotFound for an unknown table
+	}
+	defer r.Release()
+
+	for b, err := range r.All() {
+		if err != nil {
+			// The feed is incomplete: keep the last checkpoint and retry.
+			log.Fatal(err)
+		}
+		ops := b.Record.Column(0).(*array.String)
+		for i := range int(b.Record.NumRows()) {
+			fmt.Println(ops.Value(i), b.Meta.Snapshot)
+		}
+		if b.Meta.SnapshotComplete {
+			from = b.Meta.Snapshot // every change of the snapshot has been seen
+		}
+	}
+	fmt.Println("checkpoint at snapshot", from)
+}
+
+// This example connects over TLS with a token and reads with Next.
+func ExampleDial() {
+	ctx := context.Background()
+	c, err := sluice.Dial(ctx, "grpc+tls://sluice.example.com:443", sluice.WithToken("my-token"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	r, err := c.Changes(ctx, sluice.ChangeRequest{Table: "demo.orders", Compression: "zstd"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Release()
+	rows := int64(0)
+	for r.Next() {
+		b := r.Batch() // b.Record is valid until the next call to Next
+		rows += b.Record.NumRows()
+	}
+	if err := r.Err(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(rows, "changes")
+}
+
+// This example polls a table's commit sequence and reads each new commit
+// once it lands.
+func ExampleClient_CommitSeq() {
+	ctx := context.Background()
+	c, err := sluice.Dial(ctx, sluice.DefaultAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	const table = "demo.orders"
+	last, err := c.CommitSeq(ctx, table)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range time.Tick(time.Second) {
+		cur, err := c.CommitSeq(ctx, table)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if cur.CommitSeq == last.CommitSeq {
+			continue // no new commit
+		}
+		r, err := c.Changes(ctx, sluice.ChangeRequest{Table: table, FromSnapshot: last.Snapshot,
+			ToSnapshot: cur.Snapshot})
+		if err != nil {
+			log.Fatal(err)
+		}
+		for b, err := range r.All() {
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Println(b.Meta.Rows, "changes in snapshot", b.Meta.Snapshot)
+		}
+		r.Release()
+		last = cur
+	}
+}
+
+// This example shows how the server would read a window, without reading
+// it.
+func ExampleClient_Explain() {
+	ctx := context.Background()
+	c, err := sluice.Dial(ctx, sluice.DefaultAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	p, err := c.Explain(ctx, sluice.ChangeRequest{Table: "demo.orders", Filter: "amount > 100"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range p.Snapshots {
+		fmt.Printf("snapshot %d (%s): %s, %d files, %d bytes\n", s.Snapshot, s.Operation, s.Strategy,
+			len(s.Files), s.BytesRead)
+	}
+	fmt.Printf("total: %d files read, %d skipped\n", p.FilesRead, p.FilesSkipped)
+}
+
+// This example tells apart the failures a consumer handles differently.
+func ExampleCode() {
+	ctx := context.Background()
+	c, err := sluice.Dial(ctx, sluice.DefaultAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	from := int64(1234)
+	r, err := c.Changes(ctx, sluice.ChangeRequest{Table: "demo.orders", FromSnapshot: &from})
+	switch sluice.Code(err) {
+	case codes.OK:
+		defer r.Release()
+	case codes.NotFound:
+		log.Fatal("no such table or snapshot: ", err)
+	case codes.FailedPrecondition:
+		log.Fatal("the history after the checkpoint is gone; re-read the table: ", err)
+	case codes.InvalidArgument:
+		log.Fatal("bad request: ", err)
+	default:
+		log.Fatal(err)
+	}
+}
