@@ -228,8 +228,7 @@ func (l *lexer) next() (token, error) {
 		l.advance(size)
 		for {
 			r2, s2 := l.peekRune()
-			if s2 == 0 || !(r2 >= '0' && r2 <= '9' || r2 == '.' || r2 == 'e' || r2 == 'E' ||
-				((r2 == '-' || r2 == '+') && (l.src[l.off-1] == 'e' || l.src[l.off-1] == 'E'))) {
+			if s2 == 0 || !l.inNumber(r2) {
 				break
 			}
 			l.advance(s2)
@@ -237,28 +236,41 @@ func (l *lexer) next() (token, error) {
 		// A number runs into a following word ("1and", "0x10") only by
 		// mistake; reject it rather than split it.
 		if r2, _ := l.peekRune(); r2 == '_' || unicode.IsLetter(r2) || unicode.IsDigit(r2) {
-			for {
-				r2, s2 := l.peekRune()
-				if s2 == 0 || !(r2 == '_' || r2 == '.' || unicode.IsLetter(r2) || unicode.IsDigit(r2)) {
-					break
-				}
-				l.advance(s2)
-			}
+			l.skipIdent()
 			return token{}, l.errorf(pos, "invalid number %q", clip(l.src[start:l.off]))
 		}
 		return token{kind: tokNumber, text: l.src[start:l.off], pos: pos}, nil
 	case r == '_' || unicode.IsLetter(r):
 		start := l.off
-		for {
-			r2, s2 := l.peekRune()
-			if s2 == 0 || !(r2 == '_' || r2 == '.' || unicode.IsLetter(r2) || unicode.IsDigit(r2)) {
-				break
-			}
-			l.advance(s2)
-		}
+		l.skipIdent()
 		return token{kind: tokIdent, text: l.src[start:l.off], pos: pos}, nil
 	default:
 		return token{}, l.errorf(pos, "unexpected character %q", r)
+	}
+}
+
+// inNumber reports whether r continues a number: digits, a point, an
+// exponent and the exponent's sign.
+func (l *lexer) inNumber(r rune) bool {
+	switch {
+	case r >= '0' && r <= '9', r == '.', r == 'e', r == 'E':
+		return true
+	case r == '-' || r == '+':
+		prev := l.src[l.off-1]
+		return prev == 'e' || prev == 'E'
+	default:
+		return false
+	}
+}
+
+// skipIdent consumes the characters of an identifier.
+func (l *lexer) skipIdent() {
+	for {
+		r, size := l.peekRune()
+		if size == 0 || (r != '_' && r != '.' && !unicode.IsLetter(r) && !unicode.IsDigit(r)) {
+			return
+		}
+		l.advance(size)
 	}
 }
 
