@@ -58,7 +58,10 @@ func TestGoClient(t *testing.T) {
 		if img.NumFields() != 2 || img.Field(0).Name != "qty" || img.Field(1).Name != "id" {
 			t.Fatalf("after image %s", img)
 		}
-		for range rdr.All() {
+		for _, err := range rdr.All() {
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 	t.Run("control calls", func(t *testing.T) {
@@ -138,7 +141,6 @@ func TestGoClient(t *testing.T) {
 
 type gotRow struct {
 	id, snapshot, tsMicros int64
-	complete               bool
 }
 
 // readIDs reads a window and returns, per insert, its id, snapshot and ts.
