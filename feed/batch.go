@@ -1,10 +1,12 @@
 package feed
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -242,4 +244,89 @@ func (a *assembler) prepare(s Snapshot, n int) {
 		tb.UnsafeAppend(ts)
 	}
 	a.snapCol, a.tsCol, a.constFor = sb.NewArray(), tb.NewArray(), s.ID
+}
+
+// changes assembles change batches of snapshot s from images: befores and
+// afters are struct arrays of images (the rows of dels and ins), and each
+// change names its op and the rows of its images (-1: none). The returned
+// records are the caller's to release.
+func (a *assembler) changes(ctx context.Context, befores, afters arrow.Array, rows []change, s Snapshot) ([]arrow.RecordBatch, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	perRow := int64(1)
+	if n := befores.Len(); n > 0 {
+		perRow += dataSize(befores.Data(), 0, n) / int64(n)
+	}
+	if n := afters.Len(); n > 0 {
+		perRow += dataSize(afters.Data(), 0, n) / int64(n)
+	}
+	chunk := int(min(int64(a.maxRows), max(1, a.maxBytes/(perRow*2))))
+	var out []arrow.RecordBatch
+	release := func() {
+		for _, r := range out {
+			r.Release()
+		}
+	}
+	for start := 0; start < len(rows); start += chunk {
+		r, err := a.assembleChanges(ctx, befores, afters, rows[start:min(start+chunk, len(rows))], s)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (a *assembler) assembleChanges(ctx context.Context, befores, afters arrow.Array, rows []change, s Snapshot) (arrow.RecordBatch, error) {
+	n := len(rows)
+	ops := array.NewStringBuilder(a.mem)
+	defer ops.Release()
+	for _, c := range rows {
+		ops.Append(c.op)
+	}
+	opCol := ops.NewArray()
+	defer opCol.Release()
+	before, err := a.takeImages(ctx, befores, rows, func(c change) int { return c.before })
+	if err != nil {
+		return nil, err
+	}
+	defer before.Release()
+	after, err := a.takeImages(ctx, afters, rows, func(c change) int { return c.after })
+	if err != nil {
+		return nil, err
+	}
+	defer after.Release()
+	a.prepare(s, n)
+	snap := array.NewSlice(a.snapCol, 0, int64(n))
+	defer snap.Release()
+	ts := array.NewSlice(a.tsCol, 0, int64(n))
+	defer ts.Release()
+	return array.NewRecordBatch(a.schema, []arrow.Array{opCol, before, after, snap, ts}, int64(n)), nil
+}
+
+// takeImages gathers the images rows name (nulls where a row has none).
+func (a *assembler) takeImages(ctx context.Context, images arrow.Array, rows []change, pick func(change) int) (arrow.Array, error) {
+	idx := array.NewInt64Builder(a.mem)
+	defer idx.Release()
+	some := false
+	for _, c := range rows {
+		if i := pick(c); i >= 0 {
+			idx.Append(int64(i))
+			some = true
+		} else {
+			idx.AppendNull()
+		}
+	}
+	if !some {
+		return a.sliceImage(nil, span{0, len(rows)}), nil
+	}
+	indices := idx.NewArray()
+	defer indices.Release()
+	out, err := compute.TakeArray(compute.WithAllocator(ctx, a.mem), images, indices)
+	if err != nil {
+		return nil, fmt.Errorf("assemble images: %w", err)
+	}
+	return out, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -19,6 +18,21 @@ const (
 	// StrategyAppend reads the snapshot's added data files: every row is an
 	// insert.
 	StrategyAppend = "append"
+	// StrategyRewrite reads the data files a snapshot removed (copy-on-write
+	// delete, overwrite) and the ones it added: the rows live before in the
+	// removed files are deletes, the added rows inserts, and rows re-written
+	// unchanged (carry-over) cancel out.
+	StrategyRewrite = "rewrite"
+	// StrategyPositionDelete reads the data files that new position delete
+	// files hit: each newly deleted position is a delete.
+	StrategyPositionDelete = "position-delete"
+	// StrategyDeletionVector reads the data files whose deletion vector
+	// changed: the positions of the new vector not in the old one are
+	// deletes.
+	StrategyDeletionVector = "deletion-vector"
+	// StrategyEqualityDelete reads the data files that new equality delete
+	// files apply to: each live row with a deleted key is a delete.
+	StrategyEqualityDelete = "equality-delete"
 	// StrategyReplaceSkipped marks a replace snapshot (compaction, manifest
 	// rewrite): it changes no logical row, so nothing is read or emitted.
 	StrategyReplaceSkipped = "replace-skipped"
@@ -26,8 +40,17 @@ const (
 
 // File contents and roles shown in a plan.
 const (
-	ContentData = "data"
-	RoleAdded   = "added"
+	ContentData            = "data"
+	ContentPositionDeletes = "position_deletes"
+	ContentEqualityDeletes = "equality_deletes"
+	ContentDeletionVector  = "deletion_vector"
+	// RoleAdded: a data file the snapshot added.
+	RoleAdded = "added"
+	// RoleRemoved: a data file the snapshot removed.
+	RoleRemoved = "removed"
+	// RoleDeletes: a data file the snapshot's delete files hit, or a delete
+	// file the snapshot added.
+	RoleDeletes = "deletes"
 )
 
 // Plan is a resolved, pinned change window and how each of its snapshots is
@@ -54,9 +77,13 @@ type Plan struct {
 	RecordsRead  int64 `json:"records_read"`
 
 	tbl        *table.Table
-	schema     *arrow.Schema // the output schema
+	end        *iceberg.Schema // the schema of the window's end
+	schema     *arrow.Schema   // the output schema
 	scanFields []string      // the columns the scan decodes
 	filter     *Filter
+	// identityCols are the identity columns' positions in the end schema.
+	identityCols []int
+	foldUpdates  bool
 }
 
 // SnapshotPlan is how one snapshot's changes are computed.
@@ -70,7 +97,13 @@ type SnapshotPlan struct {
 	BytesRead    int64      `json:"bytes_read"`
 	RecordsRead  int64      `json:"records_read"`
 
+	// tasks are the added data files of an append snapshot.
 	tasks []table.FileScanTask
+	// diffs are the data files whose live rows the snapshot changed, for
+	// the other strategies; rewrites is true when the snapshot removed data
+	// files and added some, so that carry-over rows must cancel.
+	diffs    []fileDiff
+	rewrites bool
 }
 
 // FilePlan is one file a snapshot's plan reads.
@@ -97,13 +130,12 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 	if len(w.snapshots) == 0 {
 		return p, nil
 	}
-	meta := p.tbl.Metadata()
-	fsys, err := p.tbl.FS(ctx)
+	planner, err := newSnapshotPlanner(ctx, p.tbl, req.Table)
 	if err != nil {
-		return nil, fmt.Errorf("open storage of table %s: %w", req.Table, err)
+		return nil, err
 	}
 	for _, s := range w.snapshots {
-		sp, err := planSnapshot(ctx, fsys, req.Table, meta, s, p.filter)
+		sp, err := planner.plan(ctx, s)
 		if err != nil {
 			return nil, err
 		}
@@ -153,6 +185,7 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 				ErrUnsupported, w.to.ID, req.Table, w.to.SchemaID)
 		}
 	}
+	p.end = end
 	if err := p.resolveColumns(end, req); err != nil {
 		return nil, window{}, err
 	}
@@ -200,7 +233,9 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 		if err := check("identity", c); err != nil {
 			return err
 		}
+		p.identityCols = append(p.identityCols, slices.Index(available, c))
 	}
+	p.foldUpdates = req.FoldUpdates
 
 	p.scanFields = append([]string(nil), p.Columns...)
 	if req.Filter != "" {
@@ -216,68 +251,6 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 		}
 	}
 	return nil
-}
-
-// planSnapshot decides how a snapshot's changes are computed and which files
-// that reads.
-func planSnapshot(ctx context.Context, fsys iceio.IO, name string, meta table.Metadata, s Snapshot,
-	_ *Filter) (SnapshotPlan, error) {
-	sp := SnapshotPlan{Snapshot: s, Files: []FilePlan{}}
-	switch table.Operation(s.Operation) {
-	case table.OpReplace:
-		sp.Strategy = StrategyReplaceSkipped
-		return sp, nil
-	case table.OpAppend:
-		sp.Strategy = StrategyAppend
-	case "":
-		return sp, fmt.Errorf("%w: snapshot %d of table %s has no operation in its summary, so its changes cannot be classified",
-			ErrUnsupported, s.ID, name)
-	default:
-		return sp, fmt.Errorf("%w: snapshot %d of table %s is a %q snapshot; this server computes the changes of "+
-			"append and replace snapshots only", ErrUnsupported, s.ID, name, s.Operation)
-	}
-
-	snap := meta.SnapshotByID(s.ID)
-	manifests, err := snap.Manifests(fsys)
-	if err != nil {
-		return sp, readError(name, s.ID, "manifest list", err)
-	}
-	for _, m := range manifests {
-		if m.SnapshotID() != s.ID {
-			continue // written by an earlier snapshot: holds nothing this one added
-		}
-		if m.ManifestContent() != iceberg.ManifestContentData {
-			return sp, fmt.Errorf("%w: append snapshot %d of table %s adds delete files, which this server "+
-				"does not apply yet", ErrUnsupported, s.ID, name)
-		}
-		for entry, err := range m.Entries(fsys, false) {
-			if err != nil {
-				return sp, readError(name, s.ID, "manifest "+m.FilePath(), err)
-			}
-			if entry.SnapshotID() != s.ID {
-				continue
-			}
-			switch entry.Status() {
-			case iceberg.EntryStatusADDED:
-			case iceberg.EntryStatusDELETED:
-				return sp, fmt.Errorf("%w: append snapshot %d of table %s removes data file %s, which this server "+
-					"does not handle yet", ErrUnsupported, s.ID, name, entry.DataFile().FilePath())
-			default:
-				continue
-			}
-			df := entry.DataFile()
-			task := table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes(), FirstRowID: df.FirstRowID()}
-			if seq := entry.SequenceNum(); seq >= 0 {
-				task.DataSequenceNumber = &seq
-			}
-			sp.tasks = append(sp.tasks, task)
-			sp.Files = append(sp.Files, FilePlan{Path: df.FilePath(), Content: ContentData, Role: RoleAdded,
-				RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
-			sp.BytesRead += df.FileSizeBytes()
-			sp.RecordsRead += df.Count()
-		}
-	}
-	return sp, ctx.Err()
 }
 
 // readError classifies an error reading table files: a missing file means

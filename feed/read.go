@@ -41,12 +41,25 @@ func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 			defer scan.Close()
 		}
 
+		var diffs *diffReader
+		defer func() {
+			if diffs != nil {
+				diffs.close()
+			}
+		}()
 		for _, sp := range p.Snapshots {
 			if err := ctx.Err(); err != nil {
 				yield(Batch{}, err)
 				return
 			}
-			if !e.readSnapshot(ctx, scan, asm, p.Table, sp, yield) {
+			if sp.diffs != nil && diffs == nil {
+				var err error
+				if diffs, err = newDiffReader(ctx, e.opts.Allocator, p); err != nil {
+					yield(Batch{}, err)
+					return
+				}
+			}
+			if !e.readSnapshot(ctx, scan, diffs, asm, p, sp, yield) {
 				return
 			}
 		}
@@ -56,8 +69,9 @@ func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 // readSnapshot streams one snapshot's changes, holding back one batch so
 // that the last can be marked complete. It returns false when the sequence
 // must stop (the consumer stopped, or an error was yielded).
-func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, asm *assembler, name string,
+func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diffReader, asm *assembler, p *Plan,
 	sp SnapshotPlan, yield func(Batch, error) bool) bool {
+	name := p.Table
 	var pending arrow.RecordBatch
 	flush := func(complete bool) bool {
 		if pending == nil {
@@ -75,6 +89,28 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, asm *assemb
 		return false
 	}
 
+	push := func(out []arrow.RecordBatch) bool {
+		for i, r := range out {
+			if !flush(false) {
+				for _, rest := range out[i:] {
+					rest.Release()
+				}
+				return false
+			}
+			pending = r
+		}
+		return true
+	}
+
+	if sp.diffs != nil {
+		out, err := diffs.changes(ctx, asm, p, sp)
+		if err != nil {
+			return fail(err)
+		}
+		if !push(out) {
+			return false
+		}
+	}
 	if len(sp.tasks) > 0 {
 		_, records, err := scan.ReadTasks(ctx, sp.tasks)
 		if err != nil {
@@ -89,14 +125,8 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, asm *assemb
 			if err != nil {
 				return fail(err)
 			}
-			for i, r := range out {
-				if !flush(false) {
-					for _, rest := range out[i:] {
-						rest.Release()
-					}
-					return false
-				}
-				pending = r
+			if !push(out) {
+				return false
 			}
 		}
 		if err := ctx.Err(); err != nil {

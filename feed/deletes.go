@@ -1,0 +1,276 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+)
+
+// Field ids of the position delete file columns (Iceberg spec).
+const (
+	posDeleteFilePathID = 2147483546
+	posDeletePosID      = 2147483545
+)
+
+// deleteIndex reads delete files and remembers what they say for the length
+// of one read: a delete file usually applies to several data files and to
+// several snapshots of a window.
+type deleteIndex struct {
+	fs  iceio.IO
+	mem memory.Allocator
+	// pos maps a position delete file to the positions it deletes, per data
+	// file path.
+	pos map[string]map[string][]int64
+	// eq maps an equality delete file to the keys it deletes.
+	eq map[string]map[string]struct{}
+	// dv maps a deletion vector (path and offset) to its positions.
+	dv map[string][]int64
+}
+
+func newDeleteIndex(fs iceio.IO, mem memory.Allocator) *deleteIndex {
+	return &deleteIndex{fs: fs, mem: mem, pos: map[string]map[string][]int64{},
+		eq: map[string]map[string]struct{}{}, dv: map[string][]int64{}}
+}
+
+// deleted returns the mask of the positions of data that task's delete
+// files delete: position deletes, deletion vectors and equality deletes.
+// keyCol resolves an equality field id to the data's column.
+func (x *deleteIndex) deleted(ctx context.Context, task *table.FileScanTask, data *fileData,
+	keyCol func(fieldID int) (int, error)) ([]bool, error) {
+	mask := make([]bool, data.rows)
+	path := task.File.FilePath()
+	mark := func(positions []int64, from string) error {
+		for _, p := range positions {
+			if p < 0 || p >= int64(data.rows) {
+				return fmt.Errorf("%w: %s deletes position %d of %s, which has %d rows",
+					ErrUnsupported, from, p, path, data.rows)
+			}
+			mask[p] = true
+		}
+		return nil
+	}
+	for _, df := range task.DeleteFiles {
+		positions, err := x.positionDeletes(ctx, df, path)
+		if err != nil {
+			return nil, err
+		}
+		if err := mark(positions, "position delete file "+df.FilePath()); err != nil {
+			return nil, err
+		}
+	}
+	for _, df := range task.DeletionVectorFiles {
+		positions, err := x.deletionVector(df)
+		if err != nil {
+			return nil, err
+		}
+		if err := mark(positions, "deletion vector "+df.FilePath()); err != nil {
+			return nil, err
+		}
+	}
+	for _, df := range task.EqualityDeleteFiles {
+		keys, err := x.equalityDeletes(ctx, df)
+		if err != nil {
+			return nil, err
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		cols := make([]int, len(df.EqualityFieldIDs()))
+		for i, id := range df.EqualityFieldIDs() {
+			if cols[i], err = keyCol(id); err != nil {
+				return nil, fmt.Errorf("equality delete file %s: %w", df.FilePath(), err)
+			}
+		}
+		var key []byte
+		for b, rec := range data.batches {
+			arrs := make([]arrow.Array, len(cols))
+			for i, c := range cols {
+				arrs[i] = rec.Column(c)
+			}
+			for r := range int(rec.NumRows()) {
+				if key, err = rowKey(key[:0], arrs, r); err != nil {
+					return nil, err
+				}
+				if _, ok := keys[string(key)]; ok {
+					mask[data.offsets[b]+r] = true
+				}
+			}
+		}
+	}
+	return mask, nil
+}
+
+// positionDeletes returns the positions of dataPath that a position delete
+// file deletes.
+func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, dataPath string) ([]int64, error) {
+	if byFile, ok := x.pos[df.FilePath()]; ok {
+		return byFile[dataPath], nil
+	}
+	byFile := map[string][]int64{}
+	err := x.readParquet(ctx, df, func(rec arrow.RecordBatch) error {
+		pathIdx, posIdx := fieldIndex(rec.Schema(), posDeleteFilePathID, "file_path"),
+			fieldIndex(rec.Schema(), posDeletePosID, "pos")
+		if pathIdx < 0 || posIdx < 0 {
+			return fmt.Errorf("%w: position delete file %s lacks file_path or pos", ErrUnsupported, df.FilePath())
+		}
+		paths, err := stringsOf(rec.Column(pathIdx))
+		if err != nil {
+			return err
+		}
+		pos, ok := rec.Column(posIdx).(*array.Int64)
+		if !ok {
+			return fmt.Errorf("%w: position delete file %s has pos of type %s", ErrUnsupported, df.FilePath(),
+				rec.Column(posIdx).DataType())
+		}
+		for i := range int(rec.NumRows()) {
+			byFile[paths(i)] = append(byFile[paths(i)], pos.Value(i))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	x.pos[df.FilePath()] = byFile
+	return byFile[dataPath], nil
+}
+
+// deletionVector returns the positions a deletion vector deletes.
+func (x *deleteIndex) deletionVector(df iceberg.DataFile) ([]int64, error) {
+	key := df.FilePath()
+	if off := df.ContentOffset(); off != nil {
+		key += "@" + strconv.FormatInt(*off, 10)
+	}
+	if positions, ok := x.dv[key]; ok {
+		return positions, nil
+	}
+	bitmap, err := dv.ReadDV(x.fs, df)
+	if err != nil {
+		return nil, fmt.Errorf("read deletion vector %s: %w", df.FilePath(), err)
+	}
+	positions := make([]int64, 0, bitmap.Cardinality())
+	for p := range bitmap.Positions() {
+		positions = append(positions, int64(p))
+	}
+	x.dv[key] = positions
+	return positions, nil
+}
+
+// equalityDeletes returns the keys an equality delete file deletes, encoded
+// by rowKey over its equality fields in order.
+func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) (map[string]struct{}, error) {
+	if keys, ok := x.eq[df.FilePath()]; ok {
+		return keys, nil
+	}
+	ids := df.EqualityFieldIDs()
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: equality delete file %s names no equality field", ErrUnsupported, df.FilePath())
+	}
+	keys := map[string]struct{}{}
+	var key []byte
+	err := x.readParquet(ctx, df, func(rec arrow.RecordBatch) error {
+		cols := make([]arrow.Array, len(ids))
+		for i, id := range ids {
+			idx := fieldIndex(rec.Schema(), id, "")
+			if idx < 0 {
+				return fmt.Errorf("%w: equality delete file %s lacks the column of field %d", ErrUnsupported,
+					df.FilePath(), id)
+			}
+			cols[i] = rec.Column(idx)
+		}
+		for r := range int(rec.NumRows()) {
+			var err error
+			if key, err = rowKey(key[:0], cols, r); err != nil {
+				return err
+			}
+			keys[string(key)] = struct{}{}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	x.eq[df.FilePath()] = keys
+	return keys, nil
+}
+
+// readParquet streams the record batches of a delete file.
+func (x *deleteIndex) readParquet(ctx context.Context, df iceberg.DataFile, fn func(arrow.RecordBatch) error) error {
+	if df.FileFormat() != iceberg.ParquetFile {
+		return fmt.Errorf("%w: delete file %s is %s; only Parquet delete files are read", ErrUnsupported,
+			df.FilePath(), df.FileFormat())
+	}
+	f, err := x.fs.Open(df.FilePath())
+	if err != nil {
+		return fmt.Errorf("open delete file %s: %w", df.FilePath(), err)
+	}
+	defer f.Close()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		return fmt.Errorf("read delete file %s: %w", df.FilePath(), err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, x.mem)
+	if err != nil {
+		return fmt.Errorf("read delete file %s: %w", df.FilePath(), err)
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return fmt.Errorf("read delete file %s: %w", df.FilePath(), err)
+	}
+	defer rr.Release()
+	for rr.Next() {
+		if err := fn(rr.RecordBatch()); err != nil {
+			return err
+		}
+	}
+	if err := rr.Err(); err != nil {
+		return fmt.Errorf("read delete file %s: %w", df.FilePath(), err)
+	}
+	return nil
+}
+
+// fieldIndex finds a column by its Parquet field id, else by name.
+func fieldIndex(s *arrow.Schema, id int, name string) int {
+	want := strconv.Itoa(id)
+	for i, f := range s.Fields() {
+		if v, ok := f.Metadata.GetValue("PARQUET:field_id"); ok && v == want {
+			return i
+		}
+	}
+	if name != "" {
+		if idx := s.FieldIndices(name); len(idx) == 1 {
+			return idx[0]
+		}
+	}
+	return -1
+}
+
+// stringsOf returns an accessor of a string column's values.
+func stringsOf(arr arrow.Array) (func(int) string, error) {
+	switch a := arr.(type) {
+	case *array.String:
+		return a.Value, nil
+	case *array.LargeString:
+		return a.Value, nil
+	case *array.Binary:
+		return func(i int) string { return string(a.Value(i)) }, nil
+	case *array.Dictionary:
+		inner, err := stringsOf(a.Dictionary())
+		if err != nil {
+			return nil, err
+		}
+		return func(i int) string { return inner(a.GetValueIndex(i)) }, nil
+	default:
+		return nil, fmt.Errorf("%w: file_path column of type %s", ErrUnsupported, arr.DataType())
+	}
+}

@@ -1,0 +1,399 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+)
+
+// fileData is the decoded rows of one data file in file order: position p
+// of the file is row p-offsets[b] of batches[b].
+type fileData struct {
+	batches []arrow.RecordBatch
+	offsets []int
+	rows    int
+}
+
+func (d *fileData) release() {
+	for _, b := range d.batches {
+		b.Release()
+	}
+	d.batches = nil
+}
+
+// changeSet holds the changes of one snapshot as full-width rows (every
+// column of the end schema): the rows it deletes and the rows it inserts.
+type changeSet struct {
+	dels, ins []arrow.RecordBatch
+}
+
+func (c *changeSet) release() {
+	for _, r := range c.dels {
+		r.Release()
+	}
+	for _, r := range c.ins {
+		r.Release()
+	}
+	c.dels, c.ins = nil, nil
+}
+
+// diffReader computes the changes of snapshots that delete rows: it reads
+// each touched data file whole, in file order, and compares the positions
+// live before and after the snapshot.
+type diffReader struct {
+	mem     memory.Allocator
+	scan    *table.Scan // every column, at the window's end, no filter
+	deletes *deleteIndex
+	// colByID maps a top-level field id of the end schema to its column in
+	// the full-width rows.
+	colByID map[int]int
+	name    string
+}
+
+func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan) (*diffReader, error) {
+	fsys, err := p.tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open storage of table %s: %w", p.Table, err)
+	}
+	scan := p.tbl.Scan(table.WithSnapshotID(*p.To), table.WithSelectedFields("*"), table.WithCaseSensitive(true),
+		table.WithMaxConcurrency(1))
+	d := &diffReader{mem: mem, scan: scan, deletes: newDeleteIndex(fsys, mem), colByID: map[int]int{}, name: p.Table}
+	for i, f := range p.end.Fields() {
+		d.colByID[f.ID] = i
+	}
+	return d, nil
+}
+
+func (d *diffReader) close() { d.scan.Close() }
+
+// read decodes a data file whole, without applying any delete.
+func (d *diffReader) read(ctx context.Context, fd fileDiff) (*fileData, error) {
+	task := table.FileScanTask{File: fd.file, Start: 0, Length: fd.file.FileSizeBytes(),
+		DataSequenceNumber: fd.seq, FirstRowID: fd.file.FirstRowID()}
+	_, records, err := d.scan.ReadTasks(ctx, []table.FileScanTask{task})
+	if err != nil {
+		return nil, readError(d.name, 0, "data file "+fd.file.FilePath(), err)
+	}
+	data := &fileData{}
+	for rec, err := range records {
+		if err != nil {
+			data.release()
+			return nil, readError(d.name, 0, "data file "+fd.file.FilePath(), err)
+		}
+		data.batches = append(data.batches, rec)
+		data.offsets = append(data.offsets, data.rows)
+		data.rows += int(rec.NumRows())
+	}
+	if int64(data.rows) != fd.file.Count() {
+		data.release()
+		return nil, fmt.Errorf("data file %s has %d rows but its manifest entry says %d", fd.file.FilePath(),
+			data.rows, fd.file.Count())
+	}
+	return data, nil
+}
+
+func (d *diffReader) keyCol(id int) (int, error) {
+	c, ok := d.colByID[id]
+	if !ok {
+		return 0, fmt.Errorf("%w: field %d is not a top-level column of the window's end schema", ErrUnsupported, id)
+	}
+	return c, nil
+}
+
+// collect computes the changes of a snapshot from its file diffs.
+func (d *diffReader) collect(ctx context.Context, sp SnapshotPlan) (*changeSet, error) {
+	cs := &changeSet{}
+	for _, fd := range sp.diffs {
+		if err := d.collectFile(ctx, fd, cs); err != nil {
+			cs.release()
+			return nil, fmt.Errorf("snapshot %d of table %s: %w", sp.ID, d.name, err)
+		}
+	}
+	return cs, nil
+}
+
+func (d *diffReader) collectFile(ctx context.Context, fd fileDiff, cs *changeSet) error {
+	data, err := d.read(ctx, fd)
+	if err != nil {
+		return err
+	}
+	defer data.release()
+	var delBefore, delAfter []bool
+	if fd.before != nil {
+		if delBefore, err = d.deletes.deleted(ctx, fd.before, data, d.keyCol); err != nil {
+			return err
+		}
+	}
+	if fd.after != nil {
+		if delAfter, err = d.deletes.deleted(ctx, fd.after, data, d.keyCol); err != nil {
+			return err
+		}
+	}
+	liveBefore := func(p int) bool { return fd.before != nil && !delBefore[p] }
+	liveAfter := func(p int) bool { return fd.after != nil && !delAfter[p] }
+	for b, rec := range data.batches {
+		off := data.offsets[b]
+		dels, err := d.selectRows(ctx, rec, func(r int) bool { return liveBefore(off+r) && !liveAfter(off+r) })
+		if err != nil {
+			return err
+		}
+		if dels != nil {
+			cs.dels = append(cs.dels, dels)
+		}
+		ins, err := d.selectRows(ctx, rec, func(r int) bool { return liveAfter(off+r) && !liveBefore(off+r) })
+		if err != nil {
+			return err
+		}
+		if ins != nil {
+			cs.ins = append(cs.ins, ins)
+		}
+	}
+	return nil
+}
+
+// selectRows returns the rows of rec for which keep is true, or nil when
+// there is none.
+func (d *diffReader) selectRows(ctx context.Context, rec arrow.RecordBatch, keep func(int) bool) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	b := array.NewBooleanBuilder(d.mem)
+	defer b.Release()
+	b.Reserve(n)
+	count := 0
+	for r := range n {
+		k := keep(r)
+		b.UnsafeAppend(k)
+		if k {
+			count++
+		}
+	}
+	switch count {
+	case 0:
+		return nil, nil
+	case n:
+		rec.Retain()
+		return rec, nil
+	}
+	mask := b.NewArray()
+	defer mask.Release()
+	out, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, d.mem), rec, mask, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("select changed rows: %w", err)
+	}
+	return out, nil
+}
+
+// rowRef names row r of batch b of a list of batches.
+type rowRef struct{ b, r int32 }
+
+// refs lists the rows of batches in order.
+func refs(batches []arrow.RecordBatch) []rowRef {
+	var out []rowRef
+	for b, rec := range batches {
+		for r := range int(rec.NumRows()) {
+			out = append(out, rowRef{int32(b), int32(r)})
+		}
+	}
+	return out
+}
+
+// keyOf encodes the given columns of a referenced row.
+func keyOf(buf []byte, batches []arrow.RecordBatch, ref rowRef, cols []int) ([]byte, error) {
+	rec := batches[ref.b]
+	var err error
+	for _, c := range cols {
+		if buf, err = appendKey(buf, rec.Column(c), int(ref.r)); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// cancelCarryOver removes the rows that the snapshot deleted and re-inserted
+// unchanged (a copy-on-write rewrite keeps the rows it did not change):
+// every inserted row equal, in every column, to a deleted row cancels one
+// such deleted row. It returns the remaining deleted and inserted rows.
+func cancelCarryOver(cs *changeSet, dels, ins []rowRef) ([]rowRef, []rowRef, error) {
+	if len(dels) == 0 || len(ins) == 0 {
+		return dels, ins, nil
+	}
+	cols := make([]int, cs.dels[0].NumCols())
+	for i := range cols {
+		cols[i] = i
+	}
+	byKey := map[string][]int{}
+	var key []byte
+	var err error
+	for i, ref := range dels {
+		if key, err = keyOf(key[:0], cs.dels, ref, cols); err != nil {
+			return nil, nil, err
+		}
+		byKey[string(key)] = append(byKey[string(key)], i)
+	}
+	cancelled := make([]bool, len(dels))
+	var keptIns []rowRef
+	for _, ref := range ins {
+		if key, err = keyOf(key[:0], cs.ins, ref, cols); err != nil {
+			return nil, nil, err
+		}
+		if q := byKey[string(key)]; len(q) > 0 {
+			cancelled[q[0]] = true
+			byKey[string(key)] = q[1:]
+			continue
+		}
+		keptIns = append(keptIns, ref)
+	}
+	var keptDels []rowRef
+	for i, ref := range dels {
+		if !cancelled[i] {
+			keptDels = append(keptDels, ref)
+		}
+	}
+	return keptDels, keptIns, nil
+}
+
+// change is one output row: an op and the rows of its images (-1: none).
+type change struct {
+	op            string
+	before, after int
+}
+
+// orderChanges arranges a snapshot's changes: deletes first, then update
+// pairs (each update_before immediately followed by its update_after), then
+// inserts. With identity columns, a deleted and an inserted row of the same
+// key pair up, in order; with fold, a pair becomes one update row. Indexes
+// are into dels and ins.
+func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, fold bool) ([]change, error) {
+	var out []change
+	pairOf := make([]int, len(ins)) // the deleted row an inserted row pairs with, or -1
+	for i := range pairOf {
+		pairOf[i] = -1
+	}
+	paired := make([]bool, len(dels))
+	if len(identity) > 0 && len(dels) > 0 && len(ins) > 0 {
+		byKey := map[string][]int{}
+		var key []byte
+		var err error
+		for i, ref := range dels {
+			if key, err = keyOf(key[:0], cs.dels, ref, identity); err != nil {
+				return nil, err
+			}
+			byKey[string(key)] = append(byKey[string(key)], i)
+		}
+		for i, ref := range ins {
+			if key, err = keyOf(key[:0], cs.ins, ref, identity); err != nil {
+				return nil, err
+			}
+			if q := byKey[string(key)]; len(q) > 0 {
+				pairOf[i], paired[q[0]] = q[0], true
+				byKey[string(key)] = q[1:]
+			}
+		}
+	}
+	for i := range dels {
+		if !paired[i] {
+			out = append(out, change{op: OpDelete, before: i, after: -1})
+		}
+	}
+	for i, d := range pairOf {
+		switch {
+		case d < 0:
+		case fold:
+			out = append(out, change{op: OpUpdate, before: d, after: i})
+		default:
+			out = append(out, change{op: OpUpdateBefore, before: d, after: -1},
+				change{op: OpUpdateAfter, before: -1, after: i})
+		}
+	}
+	for i, d := range pairOf {
+		if d < 0 {
+			out = append(out, change{op: OpInsert, before: -1, after: i})
+		}
+	}
+	return out, nil
+}
+
+// changes computes a snapshot's change batches.
+func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan) ([]arrow.RecordBatch, error) {
+	cs, err := d.collect(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.release()
+	dels, ins := refs(cs.dels), refs(cs.ins)
+	if sp.rewrites {
+		if dels, ins, err = cancelCarryOver(cs, dels, ins); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := orderChanges(cs, dels, ins, p.identityCols, p.foldUpdates)
+	if err != nil {
+		return nil, err
+	}
+	befores, err := d.images(asm, cs.dels)
+	if err != nil {
+		return nil, err
+	}
+	defer befores.Release()
+	afters, err := d.images(asm, cs.ins)
+	if err != nil {
+		return nil, err
+	}
+	defer afters.Release()
+	// Point the changes at rows of the concatenated images.
+	delAt, insAt := globalIndex(cs.dels, dels), globalIndex(cs.ins, ins)
+	for i := range rows {
+		if rows[i].before >= 0 {
+			rows[i].before = delAt[rows[i].before]
+		}
+		if rows[i].after >= 0 {
+			rows[i].after = insAt[rows[i].after]
+		}
+	}
+	return asm.changes(ctx, befores, afters, rows, sp.Snapshot)
+}
+
+// images concatenates the projected images of full-width rows.
+func (d *diffReader) images(asm *assembler, batches []arrow.RecordBatch) (arrow.Array, error) {
+	if len(batches) == 0 {
+		return array.MakeArrayOfNull(d.mem, asm.image, 0), nil
+	}
+	parts := make([]arrow.Array, 0, len(batches))
+	defer func() {
+		for _, a := range parts {
+			a.Release()
+		}
+	}()
+	for _, rec := range batches {
+		img, err := asm.imageOf(rec)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, img)
+	}
+	out, err := array.Concatenate(parts, d.mem)
+	if err != nil {
+		return nil, fmt.Errorf("concatenate images: %w", err)
+	}
+	return out, nil
+}
+
+// globalIndex maps each referenced row to its index in the concatenation
+// of batches.
+func globalIndex(batches []arrow.RecordBatch, list []rowRef) []int {
+	offsets := make([]int, len(batches))
+	n := 0
+	for i, b := range batches {
+		offsets[i] = n
+		n += int(b.NumRows())
+	}
+	out := make([]int, len(list))
+	for i, ref := range list {
+		out[i] = offsets[ref.b] + int(ref.r)
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// fileDiff is one data file whose live rows a snapshot changed: the file
+// with the delete files that apply to it before the snapshot (nil when the
+// file did not exist then) and after it (nil when the snapshot removed it).
+type fileDiff struct {
+	file   iceberg.DataFile
+	seq    *int64
+	before *table.FileScanTask
+	after  *table.FileScanTask
+}
+
+// ownChanges is what a snapshot's own manifest entries say it did.
+type ownChanges struct {
+	addedData, removedData       []iceberg.DataFile
+	addedDeletes, removedDeletes []iceberg.DataFile
+	addedSeq                     map[string]*int64
+}
+
+// snapshotPlanner plans the snapshots of one window. It keeps the scan plan
+// (every live data file with the delete files that apply to it, by
+// iceberg-go's rules for sequence numbers and partitions) of the snapshots
+// it needed, since a snapshot's plan is also its child's "before".
+type snapshotPlanner struct {
+	tbl   *table.Table
+	meta  table.Metadata
+	fs    iceio.IO
+	name  string
+	plans map[int64]map[string]*table.FileScanTask
+}
+
+func newSnapshotPlanner(ctx context.Context, tbl *table.Table, name string) (*snapshotPlanner, error) {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open storage of table %s: %w", name, err)
+	}
+	return &snapshotPlanner{tbl: tbl, meta: tbl.Metadata(), fs: fsys, name: name,
+		plans: map[int64]map[string]*table.FileScanTask{}}, nil
+}
+
+// plan decides how a snapshot's changes are computed and which files that
+// reads.
+func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, error) {
+	out := SnapshotPlan{Snapshot: s, Files: []FilePlan{}}
+	switch table.Operation(s.Operation) {
+	case table.OpReplace:
+		out.Strategy = StrategyReplaceSkipped
+		return out, nil
+	case table.OpAppend, table.OpOverwrite, table.OpDelete:
+	case "":
+		return out, fmt.Errorf("%w: snapshot %d of table %s has no operation in its summary, so its changes "+
+			"cannot be classified", ErrUnsupported, s.ID, sp.name)
+	default:
+		return out, fmt.Errorf("%w: snapshot %d of table %s has the unknown operation %q", ErrUnsupported,
+			s.ID, sp.name, s.Operation)
+	}
+	own, err := sp.own(s)
+	if err != nil {
+		return out, err
+	}
+	if len(own.removedData) == 0 && len(own.addedDeletes) == 0 && len(own.removedDeletes) == 0 {
+		// Only new data files: every row is an insert, streamed as it is read.
+		out.Strategy = StrategyAppend
+		for _, df := range own.addedData {
+			out.tasks = append(out.tasks, table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes(),
+				FirstRowID: df.FirstRowID(), DataSequenceNumber: own.addedSeq[df.FilePath()]})
+			out.addFile(df, RoleAdded)
+		}
+		return out, ctx.Err()
+	}
+
+	after, err := sp.live(ctx, &s.ID)
+	if err != nil {
+		return out, err
+	}
+	if s.ParentID != nil && sp.meta.SnapshotByID(*s.ParentID) == nil {
+		return out, fmt.Errorf("%w: snapshot %d of table %s deletes rows, and its parent %d, which holds "+
+			"their before-images, has expired; read from snapshot %d on", ErrResyncRequired, s.ID, sp.name,
+			*s.ParentID, s.ID)
+	}
+	before, err := sp.live(ctx, s.ParentID)
+	if err != nil {
+		return out, err
+	}
+
+	seen := map[string]bool{}
+	add := func(path string, role string) {
+		if seen[path] {
+			return
+		}
+		seen[path] = true
+		fd := fileDiff{before: before[path], after: after[path]}
+		switch {
+		case fd.after != nil:
+			fd.file, fd.seq = fd.after.File, fd.after.DataSequenceNumber
+		case fd.before != nil:
+			fd.file, fd.seq = fd.before.File, fd.before.DataSequenceNumber
+		default:
+			return
+		}
+		out.diffs = append(out.diffs, fd)
+		out.addFile(fd.file, role)
+	}
+	// Deletes before inserts: files that lose rows first, new files last.
+	for _, df := range own.removedData {
+		add(df.FilePath(), RoleRemoved)
+	}
+	paths := make([]string, 0, len(after))
+	for path := range after {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	for _, path := range paths {
+		if b, ok := before[path]; ok && deleteSignature(b) != deleteSignature(after[path]) {
+			add(path, RoleDeletes)
+		}
+	}
+	for _, df := range own.addedData {
+		add(df.FilePath(), RoleAdded)
+	}
+	for _, df := range own.addedDeletes {
+		out.Files = append(out.Files, FilePlan{Path: df.FilePath(), Content: contentOf(df), Role: RoleDeletes,
+			RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
+		out.BytesRead += df.FileSizeBytes()
+	}
+	out.rewrites = len(own.removedData) > 0 && len(own.addedData) > 0
+	out.Strategy = strategyOf(own)
+	return out, ctx.Err()
+}
+
+func (out *SnapshotPlan) addFile(df iceberg.DataFile, role string) {
+	out.Files = append(out.Files, FilePlan{Path: df.FilePath(), Content: ContentData, Role: role,
+		RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
+	out.BytesRead += df.FileSizeBytes()
+	out.RecordsRead += df.Count()
+}
+
+// strategyOf names the main way a snapshot changes rows.
+func strategyOf(own ownChanges) string {
+	if len(own.removedData) > 0 {
+		return StrategyRewrite
+	}
+	kinds := map[string]bool{}
+	for _, df := range own.addedDeletes {
+		kinds[contentOf(df)] = true
+	}
+	switch {
+	case kinds[ContentEqualityDeletes]:
+		return StrategyEqualityDelete
+	case kinds[ContentDeletionVector]:
+		return StrategyDeletionVector
+	case kinds[ContentPositionDeletes]:
+		return StrategyPositionDelete
+	default:
+		return StrategyRewrite
+	}
+}
+
+func contentOf(df iceberg.DataFile) string {
+	switch df.ContentType() {
+	case iceberg.EntryContentEqDeletes:
+		return ContentEqualityDeletes
+	case iceberg.EntryContentPosDeletes:
+		if table.IsDeletionVector(df) {
+			return ContentDeletionVector
+		}
+		return ContentPositionDeletes
+	default:
+		return ContentData
+	}
+}
+
+// own reads the entries the snapshot itself wrote: the files it added and
+// removed.
+func (sp *snapshotPlanner) own(s Snapshot) (ownChanges, error) {
+	own := ownChanges{addedSeq: map[string]*int64{}}
+	snap := sp.meta.SnapshotByID(s.ID)
+	manifests, err := snap.Manifests(sp.fs)
+	if err != nil {
+		return own, readError(sp.name, s.ID, "manifest list", err)
+	}
+	for _, m := range manifests {
+		if m.SnapshotID() != s.ID {
+			continue // written by an earlier snapshot: holds nothing this one did
+		}
+		for entry, err := range m.Entries(sp.fs, false) {
+			if err != nil {
+				return own, readError(sp.name, s.ID, "manifest "+m.FilePath(), err)
+			}
+			if entry.SnapshotID() != s.ID {
+				continue
+			}
+			df := entry.DataFile()
+			data := df.ContentType() == iceberg.EntryContentData
+			switch entry.Status() {
+			case iceberg.EntryStatusADDED:
+				if data {
+					own.addedData = append(own.addedData, df)
+					if seq := entry.SequenceNum(); seq >= 0 {
+						own.addedSeq[df.FilePath()] = &seq
+					}
+				} else {
+					own.addedDeletes = append(own.addedDeletes, df)
+				}
+			case iceberg.EntryStatusDELETED:
+				if data {
+					own.removedData = append(own.removedData, df)
+				} else {
+					own.removedDeletes = append(own.removedDeletes, df)
+				}
+			}
+		}
+	}
+	return own, nil
+}
+
+// live returns the scan plan of a snapshot (empty for nil: the state
+// before the first snapshot): every live data file with the delete files
+// that apply to it.
+func (sp *snapshotPlanner) live(ctx context.Context, id *int64) (map[string]*table.FileScanTask, error) {
+	if id == nil {
+		return map[string]*table.FileScanTask{}, nil
+	}
+	if plan, ok := sp.plans[*id]; ok {
+		return plan, nil
+	}
+	scan := sp.tbl.Scan(table.WithSnapshotID(*id))
+	defer scan.Close()
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return nil, readError(sp.name, *id, "manifests", err)
+	}
+	plan := make(map[string]*table.FileScanTask, len(tasks))
+	for i := range tasks {
+		t := &tasks[i]
+		if prev, ok := plan[t.File.FilePath()]; ok {
+			// A file split into several tasks: one task covers it whole.
+			prev.Start, prev.Length = 0, t.File.FileSizeBytes()
+			continue
+		}
+		t.Start, t.Length = 0, t.File.FileSizeBytes()
+		plan[t.File.FilePath()] = t
+	}
+	sp.plans[*id] = plan
+	return plan, nil
+}
+
+// deleteSignature identifies the set of delete files that apply to a file.
+func deleteSignature(t *table.FileScanTask) string {
+	var parts []string
+	for _, group := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
+		for _, df := range group {
+			id := df.FilePath()
+			if off := df.ContentOffset(); off != nil {
+				id += "@" + strconv.FormatInt(*off, 10)
+			}
+			parts = append(parts, id)
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "\n")
+}
