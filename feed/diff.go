@@ -317,8 +317,10 @@ func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, fold bool) 
 	return out, nil
 }
 
-// changes computes a snapshot's change batches.
-func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan) ([]arrow.RecordBatch, error) {
+// changes computes a snapshot's change batches, keeping those that the
+// filter (nil: none) selects.
+func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan,
+	rf *rowFilter) ([]arrow.RecordBatch, error) {
 	cs, err := d.collect(ctx, sp)
 	if err != nil {
 		return nil, err
@@ -354,7 +356,56 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 			rows[i].after = insAt[rows[i].after]
 		}
 	}
+	if rf != nil {
+		if rows, err = filterChanges(rf, cs, rows); err != nil {
+			return nil, err
+		}
+	}
 	return asm.changes(ctx, befores, afters, rows, sp.Snapshot)
+}
+
+// filterChanges keeps the changes the filter selects: an insert whose
+// after-image matches, a delete whose before-image matches or is unknown
+// (null in a filtered column), and an update pair, whole, when either image
+// does. Changes index the concatenated rows of cs.
+func filterChanges(rf *rowFilter, cs *changeSet, rows []change) ([]change, error) {
+	evalAll := func(batches []arrow.RecordBatch) ([]truth, error) {
+		var out []truth
+		for _, rec := range batches {
+			v, err := rf.eval(rec)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v...)
+		}
+		return out, nil
+	}
+	before, err := evalAll(cs.dels)
+	if err != nil {
+		return nil, err
+	}
+	after, err := evalAll(cs.ins)
+	if err != nil {
+		return nil, err
+	}
+	beforeMatches := func(c change) bool { return c.before >= 0 && before[c.before] != isFalse }
+	afterMatches := func(c change) bool { return c.after >= 0 && after[c.after] == isTrue }
+	out := rows[:0]
+	for i := 0; i < len(rows); i++ {
+		c := rows[i]
+		if c.op == OpUpdateBefore && i+1 < len(rows) {
+			pair := rows[i+1]
+			if beforeMatches(c) || afterMatches(pair) {
+				out = append(out, c, pair)
+			}
+			i++
+			continue
+		}
+		if beforeMatches(c) || afterMatches(c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // images concatenates the projected images of full-width rows.

@@ -179,9 +179,9 @@ func sameChanges(t *testing.T, got, want []change) {
 		out := make([]string, len(cs))
 		for i, c := range cs {
 			c.Ts = ""
-			if c.After != nil {
-				if v, ok := c.After["created"].(string); ok {
-					c.After["created"] = strings.TrimSuffix(strings.Replace(v, " ", "T", 1), "Z")
+			for _, img := range []map[string]any{c.Before, c.After} {
+				if v, ok := img["created"].(string); ok {
+					img["created"] = strings.TrimSuffix(strings.Replace(v, " ", "T", 1), "Z")
 				}
 			}
 			b, _ := json.Marshal(c)
@@ -383,7 +383,7 @@ func TestTimestampWindow(t *testing.T) {
 	}
 }
 
-func TestUnsupportedSnapshotFails(t *testing.T) {
+func TestDeleteSnapshot(t *testing.T) {
 	h := newHistory(t, 2, 4)
 	ctx := context.Background()
 	tbl, err := h.tbl.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(1)), nil)
@@ -391,20 +391,17 @@ func TestUnsupportedSnapshotFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	del := tbl.CurrentSnapshot()
-	eng := feed.New(h.cat, feed.Options{})
-	_, err = eng.Plan(ctx, feed.Request{Table: tableName})
-	if !errors.Is(err, feed.ErrUnsupported) {
-		t.Fatalf("err = %v, want ErrUnsupported", err)
-	}
-	for _, want := range []string{fmt.Sprint(del.SnapshotID), string(del.Summary.Operation)} {
-		if !strings.Contains(err.Error(), want) {
-			t.Fatalf("message %q does not name %q", err, want)
-		}
-	}
-	// A window before the delete is still served.
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng := feed.New(h.cat, feed.Options{Allocator: mem})
 	last := h.snapshots[1]
-	_, got, _ := read(t, eng, feed.Request{Table: tableName, ToSnapshot: &last})
-	sameChanges(t, got, h.wantInserts(0, 2))
+	p, got, _ := read(t, eng, feed.Request{Table: tableName, FromSnapshot: &last})
+	if len(p.Snapshots) != 1 || p.Snapshots[0].Strategy != feed.StrategyRewrite {
+		t.Fatalf("plan %+v", p.Snapshots)
+	}
+	want := h.wantInserts(0, 1)[:1]
+	want[0].Op, want[0].Before, want[0].After, want[0].Snapshot = feed.OpDelete, want[0].After, nil, del.SnapshotID
+	sameChanges(t, got, want)
 }
 
 func TestEarlyStopReleasesMemory(t *testing.T) {

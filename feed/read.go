@@ -6,7 +6,9 @@ import (
 	"iter"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -41,6 +43,14 @@ func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 			defer scan.Close()
 		}
 
+		var rf *rowFilter
+		if p.filter != nil && p.To != nil {
+			var err error
+			if rf, err = compileFilter(p.filter, p.end); err != nil {
+				yield(Batch{}, err)
+				return
+			}
+		}
 		var diffs *diffReader
 		defer func() {
 			if diffs != nil {
@@ -59,7 +69,7 @@ func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 					return
 				}
 			}
-			if !e.readSnapshot(ctx, scan, diffs, asm, p, sp, yield) {
+			if !e.readSnapshot(ctx, scan, diffs, rf, asm, p, sp, yield) {
 				return
 			}
 		}
@@ -69,7 +79,7 @@ func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 // readSnapshot streams one snapshot's changes, holding back one batch so
 // that the last can be marked complete. It returns false when the sequence
 // must stop (the consumer stopped, or an error was yielded).
-func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diffReader, asm *assembler, p *Plan,
+func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diffReader, rf *rowFilter, asm *assembler, p *Plan,
 	sp SnapshotPlan, yield func(Batch, error) bool) bool {
 	name := p.Table
 	var pending arrow.RecordBatch
@@ -103,7 +113,7 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 	}
 
 	if sp.diffs != nil {
-		out, err := diffs.changes(ctx, asm, p, sp)
+		out, err := diffs.changes(ctx, asm, p, sp, rf)
 		if err != nil {
 			return fail(err)
 		}
@@ -119,6 +129,14 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 		for rec, err := range records {
 			if err != nil {
 				return fail(readError(name, sp.ID, "data files", err))
+			}
+			if rf != nil {
+				// The scan's filter skipped what it could by statistics and
+				// rows; SQL's logic decides what remains (a null compares
+				// as unknown, which no insert matches).
+				if rec, err = keepMatching(ctx, e.opts.Allocator, rf, rec); err != nil {
+					return fail(err)
+				}
 			}
 			out, err := asm.inserts(rec, sp.Snapshot)
 			rec.Release()
@@ -149,4 +167,28 @@ func (b Batch) String() string {
 		rows = b.Record.NumRows()
 	}
 	return fmt.Sprintf("batch{snapshot %d, %d rows, complete %v}", b.Snapshot.ID, rows, b.SnapshotComplete)
+}
+
+// keepMatching returns the rows of rec whose filter value is true; it takes
+// over rec (releasing it) and returns a record the caller releases.
+func keepMatching(ctx context.Context, mem memory.Allocator, rf *rowFilter, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	defer rec.Release()
+	v, err := rf.eval(rec)
+	if err != nil {
+		return nil, err
+	}
+	b := array.NewBooleanBuilder(mem)
+	defer b.Release()
+	all := true
+	for _, t := range v {
+		b.Append(t == isTrue)
+		all = all && t == isTrue
+	}
+	if all {
+		rec.Retain()
+		return rec, nil
+	}
+	mask := b.NewArray()
+	defer mask.Release()
+	return compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
 }
