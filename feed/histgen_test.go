@@ -72,10 +72,10 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 		iceberg.NestedField{ID: 5, Name: "small", Type: iceberg.PrimitiveTypes.Int32},
 	)
 	opts := []icecatalog.CreateTableOpt{icecatalog.WithProperties(iceberg.Properties{
-		"format-version":           fmt.Sprint(cfg.formatVersion),
-		table.WriteDeleteModeKey:   cfg.deleteMode,
-		"write.update.mode":        cfg.deleteMode,
-		"write.merge.mode":         cfg.deleteMode,
+		"format-version":                fmt.Sprint(cfg.formatVersion),
+		table.WriteDeleteModeKey:        cfg.deleteMode,
+		"write.update.mode":             cfg.deleteMode,
+		"write.merge.mode":              cfg.deleteMode,
 		"write.parquet.row-group-limit": "50",
 	})}
 	if cfg.partitioned {

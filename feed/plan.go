@@ -79,7 +79,7 @@ type Plan struct {
 	tbl        *table.Table
 	end        *iceberg.Schema // the schema of the window's end
 	schema     *arrow.Schema   // the output schema
-	scanFields []string      // the columns the scan decodes
+	scanFields []string        // the columns the scan decodes
 	filter     *Filter
 	// identityCols are the identity columns' positions in the end schema.
 	identityCols []int
