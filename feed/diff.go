@@ -320,7 +320,7 @@ func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, fold bool) 
 // changes computes a snapshot's change batches, keeping those that the
 // filter (nil: none) selects.
 func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan,
-	rf *rowFilter) ([]arrow.RecordBatch, error) {
+	rf *rowFilter, fold bool) ([]arrow.RecordBatch, error) {
 	cs, err := d.collect(ctx, sp)
 	if err != nil {
 		return nil, err
@@ -332,7 +332,7 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 			return nil, err
 		}
 	}
-	rows, err := orderChanges(cs, dels, ins, p.identityCols, p.foldUpdates)
+	rows, err := orderChanges(cs, dels, ins, p.identityCols, fold)
 	if err != nil {
 		return nil, err
 	}
@@ -357,9 +357,15 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 		}
 	}
 	if rf != nil {
-		if rows, err = filterChanges(rf, cs, rows); err != nil {
+		before, err := evalBatches(rf, cs.dels)
+		if err != nil {
 			return nil, err
 		}
+		after, err := evalBatches(rf, cs.ins)
+		if err != nil {
+			return nil, err
+		}
+		rows = filterChanges(rows, before, after)
 	}
 	return asm.changes(ctx, befores, afters, rows, sp.Snapshot)
 }
@@ -367,27 +373,9 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 // filterChanges keeps the changes the filter selects: an insert whose
 // after-image matches, a delete whose before-image matches or is unknown
 // (null in a filtered column), and an update pair, whole, when either image
-// does. Changes index the concatenated rows of cs.
-func filterChanges(rf *rowFilter, cs *changeSet, rows []change) ([]change, error) {
-	evalAll := func(batches []arrow.RecordBatch) ([]truth, error) {
-		var out []truth
-		for _, rec := range batches {
-			v, err := rf.eval(rec)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v...)
-		}
-		return out, nil
-	}
-	before, err := evalAll(cs.dels)
-	if err != nil {
-		return nil, err
-	}
-	after, err := evalAll(cs.ins)
-	if err != nil {
-		return nil, err
-	}
+// does. before and after are the filter's values on the rows the changes
+// index.
+func filterChanges(rows []change, before, after []truth) []change {
 	beforeMatches := func(c change) bool { return c.before >= 0 && before[c.before] != isFalse }
 	afterMatches := func(c change) bool { return c.after >= 0 && after[c.after] == isTrue }
 	out := rows[:0]
@@ -404,6 +392,19 @@ func filterChanges(rf *rowFilter, cs *changeSet, rows []change) ([]change, error
 		if beforeMatches(c) || afterMatches(c) {
 			out = append(out, c)
 		}
+	}
+	return out
+}
+
+// evalBatches evaluates a filter on the rows of batches, in order.
+func evalBatches(rf *rowFilter, batches []arrow.RecordBatch) ([]truth, error) {
+	var out []truth
+	for _, rec := range batches {
+		v, err := rf.eval(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
 	}
 	return out, nil
 }

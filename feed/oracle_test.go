@@ -269,6 +269,30 @@ func checkHistory(t *testing.T, seed uint64, cfg genConfig) {
 				"state at to:\n%s\nops: %v\nhistory: %s", fromStr, to, identity, d, ops, strings.Join(g.log, "; "))
 		}
 	}
+	checkNet := func(from *int64, to int64, identity []string, fold bool) {
+		t.Helper()
+		end := endSchema(to)
+		start, want := scanState(t, g.tbl, from, end), scanState(t, g.tbl, &to, end)
+		req := feed.Request{Table: genTable, FromSnapshot: from, ToSnapshot: &to, Identity: identity,
+			NetChanges: true, FoldUpdates: fold}
+		got, ops := applyFeed(t, eng, req, start)
+		if d := diffStates(got, want); d != "" {
+			t.Fatalf("net changes of (%v, %d] identity %v: applied to the state at from, not the state at to:\n%s\nops %v\nhistory: %s",
+				from, to, identity, d, ops, strings.Join(g.log, "; "))
+		}
+		// Net: every change is in the full-state diff, none cancels another.
+		dels, ins := netSides(t, eng, req)
+		for k, n := range dels {
+			if start[k]-want[k] < n {
+				t.Fatalf("net changes of (%v, %d] delete %d× %s, but the state lost only %d", from, to, n, k, start[k]-want[k])
+			}
+		}
+		for k, n := range ins {
+			if want[k]-start[k] < n {
+				t.Fatalf("net changes of (%v, %d] insert %d× %s, but the state gained only %d", from, to, n, k, want[k]-start[k])
+			}
+		}
+	}
 	for i, s := range g.snapshots {
 		var from *int64
 		if i > 0 {
@@ -276,6 +300,15 @@ func checkHistory(t *testing.T, seed uint64, cfg genConfig) {
 		}
 		check(from, s, nil)
 		check(from, s, []string{"id"})
+		checkFold(t, eng, from, s)
+	}
+	last := g.snapshots[len(g.snapshots)-1]
+	checkNet(nil, last, nil, false)
+	checkNet(nil, last, []string{"id"}, false)
+	checkNet(&g.snapshots[len(g.snapshots)/2], last, []string{"id"}, true)
+	for _, f := range oracleFilters {
+		checkFilter(t, eng, f, feed.Request{Table: genTable, ToSnapshot: &last, Identity: []string{"id"}})
+		checkFilter(t, eng, f, feed.Request{Table: genTable, ToSnapshot: &last})
 	}
 	r := rand.New(rand.NewPCG(seed, 7))
 	for range 4 {
@@ -288,5 +321,190 @@ func checkHistory(t *testing.T, seed uint64, cfg genConfig) {
 			from = nil
 		}
 		check(from, g.snapshots[j], nil)
+	}
+}
+
+// netSides returns the before-images the feed removes and the
+// after-images it adds.
+func netSides(t *testing.T, eng *feed.Engine, req feed.Request) (state, state) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := eng.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dels, ins := state{}, state{}
+	for b, err := range eng.Read(ctx, p) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, after := b.Record.Column(1).(*array.Struct), b.Record.Column(2).(*array.Struct)
+		for i := range int(b.Record.NumRows()) {
+			if !before.IsNull(i) {
+				dels[imageRow(before, i)]++
+			}
+			if !after.IsNull(i) {
+				ins[imageRow(after, i)]++
+			}
+		}
+		b.Record.Release()
+	}
+	return dels, ins
+}
+
+// checkFold checks that fold_updates turns each update_before/update_after
+// pair into one update row with both images, and changes nothing else.
+func checkFold(t *testing.T, eng *feed.Engine, from *int64, to int64) {
+	t.Helper()
+	req := feed.Request{Table: genTable, FromSnapshot: from, ToSnapshot: &to, Identity: []string{"id"}}
+	plain := decodeFeed(t, eng, req)
+	req.FoldUpdates = true
+	folded := decodeFeed(t, eng, req)
+	var want []decoded
+	for i := 0; i < len(plain); i++ {
+		c := plain[i]
+		if c.op == feed.OpUpdateBefore {
+			want = append(want, decoded{op: feed.OpUpdate, before: c.before, after: plain[i+1].after, snapshot: c.snapshot})
+			i++
+			continue
+		}
+		want = append(want, c)
+	}
+	if fmt.Sprint(folded) != fmt.Sprint(want) {
+		t.Fatalf("fold_updates of (%v, %d]:\n got %v\nwant %v", from, to, folded, want)
+	}
+}
+
+// decoded is a change row with its images rendered canonically.
+type decoded struct {
+	op            string
+	before, after string
+	snapshot      int64
+	rowBefore     map[string]any
+	rowAfter      map[string]any
+}
+
+func (d decoded) String() string { return fmt.Sprintf("%s{%s -> %s @%d}", d.op, d.before, d.after, d.snapshot) }
+
+func decodeFeed(t *testing.T, eng *feed.Engine, req feed.Request) []decoded {
+	t.Helper()
+	ctx := context.Background()
+	p, err := eng.Plan(ctx, req)
+	if err != nil {
+		t.Fatalf("plan %+v: %v", req, err)
+	}
+	var out []decoded
+	for b, err := range eng.Read(ctx, p) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := b.Record.Column(0).(*array.String)
+		before, after := b.Record.Column(1).(*array.Struct), b.Record.Column(2).(*array.Struct)
+		for i := range int(b.Record.NumRows()) {
+			d := decoded{op: ops.Value(i), snapshot: b.Snapshot.ID}
+			if !before.IsNull(i) {
+				d.before, d.rowBefore = imageRow(before, i), imageValues(before, i)
+			}
+			if !after.IsNull(i) {
+				d.after, d.rowAfter = imageRow(after, i), imageValues(after, i)
+			}
+			out = append(out, d)
+		}
+		b.Record.Release()
+	}
+	return out
+}
+
+// imageValues decodes row i of an image into Go values by column name.
+func imageValues(img *array.Struct, i int) map[string]any {
+	out := map[string]any{}
+	st := img.DataType().(*arrow.StructType)
+	for f := range img.NumField() {
+		col := img.Field(f)
+		if col.IsNull(i) {
+			out[st.Field(f).Name] = nil
+			continue
+		}
+		switch c := col.(type) {
+		case *array.Int64:
+			out[st.Field(f).Name] = c.Value(i)
+		case *array.Int32:
+			out[st.Field(f).Name] = int64(c.Value(i))
+		case *array.String:
+			out[st.Field(f).Name] = c.Value(i)
+		default:
+			out[st.Field(f).Name] = col.ValueStr(i)
+		}
+	}
+	return out
+}
+
+// oracleFilter is a filter with an independent evaluator, in SQL's
+// three-valued logic (nil: unknown).
+type oracleFilter struct {
+	text string
+	eval func(row map[string]any) *bool
+}
+
+func tv(b bool) *bool { return &b }
+
+func cmpInt(row map[string]any, col string, fn func(int64) bool) *bool {
+	v, ok := row[col].(int64)
+	if !ok {
+		return nil
+	}
+	return tv(fn(v))
+}
+
+var oracleFilters = []oracleFilter{
+	{"val < 300", func(r map[string]any) *bool { return cmpInt(r, "val", func(v int64) bool { return v < 300 }) }},
+	{"grp = 'b' OR small >= 60", func(r map[string]any) *bool {
+		a := tv(r["grp"] == "b")
+		b := cmpInt(r, "small", func(v int64) bool { return v >= 60 })
+		switch {
+		case *a || (b != nil && *b):
+			return tv(true)
+		case b == nil:
+			return nil
+		default:
+			return tv(false)
+		}
+	}},
+	{"NOT (small > 50)", func(r map[string]any) *bool {
+		b := cmpInt(r, "small", func(v int64) bool { return v > 50 })
+		if b == nil {
+			return nil
+		}
+		return tv(!*b)
+	}},
+}
+
+// checkFilter compares the filtered feed with the unfiltered one filtered
+// by the contract's rule: an insert is kept when its after-image matches,
+// a delete when its before-image matches or is unknown, an update pair
+// whole when either image does.
+func checkFilter(t *testing.T, eng *feed.Engine, f oracleFilter, req feed.Request) {
+	t.Helper()
+	all := decodeFeed(t, eng, req)
+	req.Filter = f.text
+	got := decodeFeed(t, eng, req)
+	before := func(c decoded) bool { v := f.eval(c.rowBefore); return c.rowBefore != nil && (v == nil || *v) }
+	after := func(c decoded) bool { v := f.eval(c.rowAfter); return c.rowAfter != nil && v != nil && *v }
+	var want []decoded
+	for i := 0; i < len(all); i++ {
+		c := all[i]
+		if c.op == feed.OpUpdateBefore {
+			if before(c) || after(all[i+1]) {
+				want = append(want, c, all[i+1])
+			}
+			i++
+			continue
+		}
+		if before(c) || after(c) {
+			want = append(want, c)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("filter %q, identity %v:\n got %d %v\nwant %d %v", f.text, req.Identity, len(got), got, len(want), want)
 	}
 }

@@ -68,6 +68,8 @@ type Plan struct {
 	Identity []string `json:"identity"`
 	// Filter is the row filter, as written ("" for none).
 	Filter string `json:"filter,omitempty"`
+	// NetChanges is true when the window is collapsed to its net changes.
+	NetChanges bool `json:"net_changes,omitempty"`
 	// Snapshots has one entry per snapshot of the window, in lineage order.
 	Snapshots []SnapshotPlan `json:"snapshots"`
 
@@ -84,6 +86,11 @@ type Plan struct {
 	// identityCols are the identity columns' positions in the end schema.
 	identityCols []int
 	foldUpdates  bool
+	// wide is the schema the window's changes are computed in: the output
+	// schema, plus (for net changes) identity columns not projected, listed
+	// in wideColumns.
+	wide        *arrow.Schema
+	wideColumns []string
 }
 
 // SnapshotPlan is how one snapshot's changes are computed.
@@ -192,6 +199,30 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 	if p.schema, err = changeSchema(end, p.Columns); err != nil {
 		return nil, window{}, err
 	}
+	p.wide = p.schema
+	if p.NetChanges {
+		// Net changes group rows by identity: the images the window is read
+		// with carry the identity columns even when they are not projected.
+		// (and the filter's, which applies to the net changes).
+		p.wideColumns = append([]string(nil), p.Columns...)
+		extra := slices.Clone(p.Identity)
+		if p.filter != nil {
+			for _, c := range p.filter.Columns {
+				extra = append(extra, strings.SplitN(c, ".", 2)[0])
+			}
+		}
+		for _, c := range extra {
+			if !slices.Contains(p.wideColumns, c) {
+				p.wideColumns = append(p.wideColumns, c)
+			}
+			if !slices.Contains(p.scanFields, c) {
+				p.scanFields = append(p.scanFields, c)
+			}
+		}
+		if p.wide, err = changeSchema(end, p.wideColumns); err != nil {
+			return nil, window{}, err
+		}
+	}
 	return p, w, nil
 }
 
@@ -236,6 +267,7 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 		p.identityCols = append(p.identityCols, slices.Index(available, c))
 	}
 	p.foldUpdates = req.FoldUpdates
+	p.NetChanges = req.NetChanges
 
 	p.scanFields = append([]string(nil), p.Columns...)
 	if req.Filter != "" {
