@@ -384,7 +384,9 @@ type decoded struct {
 	rowAfter      map[string]any
 }
 
-func (d decoded) String() string { return fmt.Sprintf("%s{%s -> %s @%d}", d.op, d.before, d.after, d.snapshot) }
+func (d decoded) String() string {
+	return fmt.Sprintf("%s{%s -> %s @%d}", d.op, d.before, d.after, d.snapshot)
+}
 
 func decodeFeed(t *testing.T, eng *feed.Engine, req feed.Request) []decoded {
 	t.Helper()
