@@ -72,18 +72,18 @@ func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan) (*diffRea
 func (d *diffReader) close() { d.scan.Close() }
 
 // read decodes a data file whole, without applying any delete.
-func (d *diffReader) read(ctx context.Context, fd fileDiff) (*fileData, error) {
+func (d *diffReader) read(ctx context.Context, snapshot int64, fd fileDiff) (*fileData, error) {
 	task := table.FileScanTask{File: fd.file, Start: 0, Length: fd.file.FileSizeBytes(),
 		DataSequenceNumber: fd.seq, FirstRowID: fd.file.FirstRowID()}
 	_, records, err := d.scan.ReadTasks(ctx, []table.FileScanTask{task})
 	if err != nil {
-		return nil, readError(d.name, 0, "data file "+fd.file.FilePath(), err)
+		return nil, readError(d.name, snapshot, "data file "+fd.file.FilePath(), err)
 	}
 	data := &fileData{}
 	for rec, err := range records {
 		if err != nil {
 			data.release()
-			return nil, readError(d.name, 0, "data file "+fd.file.FilePath(), err)
+			return nil, readError(d.name, snapshot, "data file "+fd.file.FilePath(), err)
 		}
 		data.batches = append(data.batches, rec)
 		data.offsets = append(data.offsets, data.rows)
@@ -109,16 +109,16 @@ func (d *diffReader) keyCol(id int) (int, error) {
 func (d *diffReader) collect(ctx context.Context, sp SnapshotPlan) (*changeSet, error) {
 	cs := &changeSet{}
 	for _, fd := range sp.diffs {
-		if err := d.collectFile(ctx, fd, cs); err != nil {
+		if err := d.collectFile(ctx, sp.ID, fd, cs); err != nil {
 			cs.release()
-			return nil, fmt.Errorf("snapshot %d of table %s: %w", sp.ID, d.name, err)
+			return nil, err
 		}
 	}
 	return cs, nil
 }
 
-func (d *diffReader) collectFile(ctx context.Context, fd fileDiff, cs *changeSet) error {
-	data, err := d.read(ctx, fd)
+func (d *diffReader) collectFile(ctx context.Context, snapshot int64, fd fileDiff, cs *changeSet) error {
+	data, err := d.read(ctx, snapshot, fd)
 	if err != nil {
 		return err
 	}

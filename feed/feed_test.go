@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -336,7 +337,6 @@ func TestWindowErrors(t *testing.T) {
 		{"from after to", feed.Request{FromSnapshot: &head, ToSnapshot: &h.snapshots[0]}, feed.ErrNotAncestor, "not an ancestor"},
 		{"unknown from", feed.Request{FromSnapshot: i64(42)}, feed.ErrSnapshotNotFound, "42"},
 		{"unknown to", feed.Request{ToSnapshot: i64(43)}, feed.ErrSnapshotNotFound, "43"},
-		{"to before history", feed.Request{ToTimestampMs: i64(1)}, feed.ErrSnapshotNotFound, "to_timestamp_ms"},
 		{"both froms", feed.Request{FromSnapshot: &head, FromTimestampMs: i64(1)}, feed.ErrInvalidRequest, "not both"},
 		{"unknown column", feed.Request{Columns: []string{"nope"}}, feed.ErrUnknownColumn, `"nope"`},
 		{"unknown identity", feed.Request{Identity: []string{"nope"}}, feed.ErrUnknownColumn, `"nope"`},
@@ -368,6 +368,21 @@ func TestWindowErrors(t *testing.T) {
 		want := append(h.wantInserts(0, 1), h.wantInserts(3, 4)...)
 		sameChanges(t, got, want)
 	})
+}
+
+func TestTimestampWindowBeforeHistoryIsEmpty(t *testing.T) {
+	h := newHistory(t, 2, 2)
+	eng := feed.New(h.cat, feed.Options{})
+	before := int64(1)
+	p, got, _ := read(t, eng, feed.Request{Table: tableName, ToTimestampMs: &before})
+	if p.To != nil || len(p.Snapshots) != 0 || len(got) != 0 {
+		t.Fatalf("a window ending before the first snapshot: to %v, %d snapshots, %d changes", p.To, len(p.Snapshots), len(got))
+	}
+	after := h.tbl.CurrentSnapshot().TimestampMs + 1000
+	p, got, _ = read(t, eng, feed.Request{Table: tableName, FromTimestampMs: &after})
+	if len(p.Snapshots) != 0 || len(got) != 0 {
+		t.Fatalf("a window starting after the last snapshot: %d snapshots, %d changes", len(p.Snapshots), len(got))
+	}
 }
 
 func TestTimestampWindow(t *testing.T) {
@@ -472,5 +487,99 @@ func TestStatusAndLineage(t *testing.T) {
 	st2, _ := eng.Status(ctx, tableName)
 	if st2.CommitSeq <= st.CommitSeq {
 		t.Fatalf("commit_seq did not grow: %d then %d", st.CommitSeq, st2.CommitSeq)
+	}
+}
+
+func TestExpiredHistory(t *testing.T) {
+	h := newHistory(t, 5, 3)
+	ctx := context.Background()
+	tx := h.tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(2), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(tbl.Metadata().Snapshots()); got != 2 {
+		t.Fatalf("%d snapshots retained, want 2", got)
+	}
+	eng := feed.New(h.cat, feed.Options{})
+	expiredParent := h.snapshots[2]
+
+	t.Run("the start of history is gone", func(t *testing.T) {
+		_, err := eng.Plan(ctx, feed.Request{Table: tableName})
+		if !errors.Is(err, feed.ErrResyncRequired) || !strings.Contains(err.Error(), fmt.Sprint(expiredParent)) {
+			t.Fatalf("err = %v, want resync naming %d", err, expiredParent)
+		}
+	})
+	t.Run("an expired parent of the oldest retained snapshot is a valid start", func(t *testing.T) {
+		_, got, _ := read(t, eng, feed.Request{Table: tableName, FromSnapshot: &expiredParent})
+		sameChanges(t, got, h.wantInserts(3, 5))
+	})
+	t.Run("an older expired snapshot is unknown", func(t *testing.T) {
+		_, err := eng.Plan(ctx, feed.Request{Table: tableName, FromSnapshot: &h.snapshots[0]})
+		if !errors.Is(err, feed.ErrSnapshotNotFound) || !strings.Contains(err.Error(), fmt.Sprint(expiredParent)) {
+			t.Fatalf("err = %v, want not found naming the earliest start %d", err, expiredParent)
+		}
+	})
+	t.Run("a time before the retained history", func(t *testing.T) {
+		ts := int64(1)
+		_, err := eng.Plan(ctx, feed.Request{Table: tableName, FromTimestampMs: &ts})
+		if !errors.Is(err, feed.ErrResyncRequired) {
+			t.Fatalf("err = %v, want resync", err)
+		}
+	})
+}
+
+func TestMissingDataFileFailsTheStream(t *testing.T) {
+	h := newHistory(t, 3, 3)
+	ctx := context.Background()
+	last := h.tbl.SnapshotByID(h.snapshots[2])
+	fsys, err := h.tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := last.Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim string
+	for _, m := range manifests {
+		if m.SnapshotID() == last.SnapshotID {
+			entries, err := m.FetchEntries(fsys, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			victim = entries[0].DataFile().FilePath()
+		}
+	}
+	if err := os.Remove(strings.TrimPrefix(victim, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng := feed.New(h.cat, feed.Options{Allocator: mem})
+	p, err := eng.Plan(ctx, feed.Request{Table: tableName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var complete []int64
+	var last2 error
+	for b, err := range eng.Read(ctx, p) {
+		if err != nil {
+			last2 = err
+			break
+		}
+		if b.SnapshotComplete {
+			complete = append(complete, b.Snapshot.ID)
+		}
+		b.Record.Release()
+	}
+	if !errors.Is(last2, feed.ErrResyncRequired) || !strings.Contains(last2.Error(), victim[strings.LastIndex(victim, "/")+1:]) {
+		t.Fatalf("the read ended with %v, want resync required naming the missing file", last2)
+	}
+	if !slices.Equal(complete, h.snapshots[:2]) {
+		t.Fatalf("complete snapshots before the failure: %v, want %v", complete, h.snapshots[:2])
 	}
 }

@@ -115,12 +115,15 @@ func resolveWindow(name string, meta table.Metadata, req Request) (window, error
 		}
 		head = req.ToSnapshot
 	case req.ToTimestampMs != nil:
-		s := lastAtOrBefore(main, *req.ToTimestampMs)
-		if s == nil {
-			return window{}, fmt.Errorf("%w: table %s has no snapshot committed at or before to_timestamp_ms %d%s",
-				ErrSnapshotNotFound, name, *req.ToTimestampMs, earliestHint(main))
+		// As Iceberg's changelog view: the last ancestor of the current
+		// snapshot committed at or before the time; before the first
+		// snapshot, the window is empty.
+		if s := lastAtOrBefore(main, *req.ToTimestampMs); s != nil {
+			head = &s.ID
+		} else if len(main) > 0 && main[0].ParentID != nil {
+			return window{}, fmt.Errorf("%w: to_timestamp_ms %d is before the retained history of table %s%s",
+				ErrResyncRequired, *req.ToTimestampMs, name, earliestHint(main))
 		}
-		head = &s.ID
 	case len(main) > 0:
 		head = &main[len(main)-1].ID
 	}

@@ -289,7 +289,8 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 // the history is gone and the consumer must resync.
 func readError(name string, snapshot int64, what string, err error) error {
 	if isNotExist(err) {
-		return fmt.Errorf("%w: snapshot %d of table %s: %s is missing (%v)", ErrResyncRequired, snapshot, name, what, err)
+		return fmt.Errorf("%w: snapshot %d of table %s: %s no longer exists (%v); its changes cannot be read, "+
+			"so re-read the table's current state and follow it from there", ErrResyncRequired, snapshot, name, what, err)
 	}
 	return fmt.Errorf("snapshot %d of table %s: read %s: %w", snapshot, name, what, err)
 }

@@ -138,11 +138,11 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 	if len(sp.tasks) > 0 {
 		_, records, err := scan.ReadTasks(ctx, sp.tasks)
 		if err != nil {
-			return fail(readError(name, sp.ID, "data files", err))
+			return fail(readError(name, sp.ID, "a data file", err))
 		}
 		for rec, err := range records {
 			if err != nil {
-				return fail(readError(name, sp.ID, "data files", err))
+				return fail(readError(name, sp.ID, "a data file", err))
 			}
 			if rf != nil {
 				// SQL's logic: a null compares as unknown, which no insert
