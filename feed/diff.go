@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -111,6 +112,9 @@ func (d *diffReader) collect(ctx context.Context, sp SnapshotPlan) (*changeSet, 
 	for _, fd := range sp.diffs {
 		if err := d.collectFile(ctx, sp.ID, fd, cs); err != nil {
 			cs.release()
+			if isNotExist(err) && !errors.Is(err, ErrResyncRequired) {
+				err = readError(d.name, sp.ID, "a delete file", err)
+			}
 			return nil, err
 		}
 	}
