@@ -10,11 +10,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/internal/tablewrite"
@@ -172,13 +170,13 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 		case op == 5:
 			ids := pickIDs(1 + r.IntN(6))
 			commit(fmt.Sprintf("equality delete %v", ids), func() (*table.Table, error) {
-				return equalityDelete(ctx, g.tbl, ids, nil)
+				return tablewrite.EqualityDelete(ctx, g.tbl, "id", keyRows(g.tbl, ids), nil)
 			})
 		case op == 6:
 			ids := pickIDs(1 + r.IntN(5))
 			rows := newRows(len(ids), ids)
 			commit(fmt.Sprintf("upsert %v", ids), func() (*table.Table, error) {
-				return equalityDelete(ctx, g.tbl, ids, rows)
+				return tablewrite.EqualityDelete(ctx, g.tbl, "id", keyRows(g.tbl, ids), rows)
 			})
 		case op == 7:
 			grp := []string{"a", "b", "c"}[r.IntN(3)]
@@ -201,7 +199,7 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 					table.WithOverwriteFilter(iceberg.EqualTo(iceberg.Reference("grp"), grp)))
 			})
 		case op == 8:
-			commit("compact", func() (*table.Table, error) { return compact(ctx, g.tbl) })
+			commit("compact", func() (*table.Table, error) { return tablewrite.Compact(ctx, g.tbl) })
 		case op == 9 && cfg.schemaChanges:
 			switch {
 			case !added:
@@ -241,93 +239,19 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 	return g
 }
 
-// equalityDelete commits, in one snapshot, equality deletes of ids on the id
-// column and (for an upsert) the rows inserted.
-func equalityDelete(ctx context.Context, tbl *table.Table, ids []int64, rows []tablewrite.Row) (*table.Table, error) {
-	// The delete rows carry the partition column too: in a partitioned table
-	// an equality delete applies within its partition, so each id is
-	// deleted in every group (where it is not, the delete hits nothing).
-	delSchema := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "grp", Type: iceberg.PrimitiveTypes.String, Required: true})
-	delArrow, err := table.SchemaToArrowSchema(delSchema, nil, true, false)
-	if err != nil {
-		return nil, err
-	}
+// keyRows are the equality delete rows of ids: in a partitioned table each
+// id is deleted in every group (where it is not, the delete hits nothing).
+func keyRows(tbl *table.Table, ids []int64) []tablewrite.Row {
 	groups := []string{"a", "b", "c"}
-	if spec := tbl.Spec(); spec.NumFields() == 0 {
-		groups = groups[:1]
-	}
-	ib := array.NewInt64Builder(memory.DefaultAllocator)
-	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	var out []tablewrite.Row
 	for _, id := range ids {
+		if spec := tbl.Spec(); spec.NumFields() == 0 {
+			out = append(out, tablewrite.Row{"id": id})
+			continue
+		}
 		for _, g := range groups {
-			ib.Append(id)
-			sb.Append(g)
+			out = append(out, tablewrite.Row{"id": id, "grp": g})
 		}
 	}
-	idCol, grpCol := ib.NewArray(), sb.NewArray()
-	ib.Release()
-	sb.Release()
-	rec := array.NewRecordBatch(delArrow, []arrow.Array{idCol, grpCol}, int64(idCol.Len()))
-	idCol.Release()
-	grpCol.Release()
-	tx := tbl.NewTransaction()
-	deletes, err := tx.WriteEqualityDeletes(ctx, []int{1}, func(yield func(arrow.RecordBatch, error) bool) {
-		yield(rec, nil)
-	})
-	rec.Release()
-	if err != nil {
-		return nil, err
-	}
-	rd := tx.NewRowDelta(nil)
-	rd.AddDeletes(deletes...)
-	if len(rows) > 0 {
-		data, err := tablewrite.Record(tbl, rows)
-		if err != nil {
-			return nil, err
-		}
-		for df, err := range table.WriteRecords(ctx, tbl, data.Schema(), func(yield func(arrow.RecordBatch, error) bool) {
-			yield(data, nil)
-		}) {
-			if err != nil {
-				return nil, err
-			}
-			rd.AddRows(df)
-		}
-	}
-	if err := rd.Commit(ctx); err != nil {
-		return nil, err
-	}
-	return tx.Commit(ctx)
-}
-
-// compact rewrites every data file of each partition into new files, with
-// the deletes that apply to them, as a replace snapshot.
-func compact(ctx context.Context, tbl *table.Table) (*table.Table, error) {
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(tasks) < 2 {
-		return tbl, nil
-	}
-	cfg := compaction.Config{TargetFileSizeBytes: 64 << 20, MinFileSizeBytes: 32 << 20, MaxFileSizeBytes: 128 << 20,
-		MinInputFiles: 2, DeleteFileThreshold: 1, PackingLookback: compaction.DefaultPackingLookback}
-	plan, err := cfg.PlanCompaction(tasks)
-	if err != nil {
-		return nil, err
-	}
-	if len(plan.Groups) == 0 {
-		return tbl, nil
-	}
-	groups := make([]table.CompactionTaskGroup, len(plan.Groups))
-	for i, g := range plan.Groups {
-		groups[i] = table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
-	}
-	res, err := tbl.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return res.Table, nil
+	return out
 }

@@ -31,9 +31,9 @@ func Schema() *iceberg.Schema {
 	)
 }
 
-// history is the demo's commits, oldest first: a morning of orders arriving
-// in batches.
-var history = [][]tablewrite.Row{
+// arrivals are the demo's appends: a morning of orders arriving in
+// batches.
+var arrivals = [][]tablewrite.Row{
 	{
 		{"order_id": 1001, "customer": "Astrid Lindqvist", "country": "SE", "amount": 129.50, "status": "placed", "created_at": "2026-11-30T08:01:12Z"},
 		{"order_id": 1002, "customer": "Jonas Berg", "country": "NO", "amount": 42.00, "status": "placed", "created_at": "2026-11-30T08:03:40Z"},
@@ -55,7 +55,17 @@ var history = [][]tablewrite.Row{
 }
 
 // Ensure creates the demo table in cat when it is absent and returns it.
-// An existing table is left as it is.
+// An existing table is left as it is. Its history, written with iceberg-go's
+// own writers on a merge-on-read table:
+//
+//  1. append orders 1001-1003
+//  2. append orders 1004-1005
+//  3. delete order 1002, cancelled (a position delete)
+//  4. append orders 1006-1008
+//  5. upsert order 1006, now shipped (an equality delete and the new row
+//     in one commit: an update pair)
+//  6. compaction (a replace snapshot: no change)
+//  7. append orders 1009-1010
 func Ensure(ctx context.Context, cat *catalog.Catalog) (*table.Table, error) {
 	tbl, err := cat.LoadTable(ctx, Table)
 	if err == nil {
@@ -65,12 +75,29 @@ func Ensure(ctx context.Context, cat *catalog.Catalog) (*table.Table, error) {
 		return nil, err
 	}
 	tbl, err = tablewrite.CreateTable(ctx, cat, Table, Schema(),
-		icecatalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+		icecatalog.WithProperties(iceberg.Properties{"format-version": "2",
+			table.WriteDeleteModeKey: table.WriteModeMergeOnRead}))
 	if err != nil {
 		return nil, fmt.Errorf("create demo table: %w", err)
 	}
-	for i, rows := range history {
-		if tbl, err = tablewrite.Append(ctx, tbl, rows); err != nil {
+	shipped := tablewrite.Row{"order_id": 1006, "customer": "Oskar Dahl", "country": "SE", "amount": 1450.00,
+		"status": "shipped", "created_at": "2026-11-30T08:30:44Z"}
+	steps := []func() (*table.Table, error){
+		func() (*table.Table, error) { return tablewrite.Append(ctx, tbl, arrivals[0]) },
+		func() (*table.Table, error) { return tablewrite.Append(ctx, tbl, arrivals[1]) },
+		func() (*table.Table, error) {
+			return tbl.Delete(ctx, iceberg.EqualTo(iceberg.Reference("order_id"), int64(1002)), nil)
+		},
+		func() (*table.Table, error) { return tablewrite.Append(ctx, tbl, arrivals[2]) },
+		func() (*table.Table, error) {
+			return tablewrite.EqualityDelete(ctx, tbl, "order_id", []tablewrite.Row{{"order_id": 1006}},
+				[]tablewrite.Row{shipped})
+		},
+		func() (*table.Table, error) { return tablewrite.Compact(ctx, tbl) },
+		func() (*table.Table, error) { return tablewrite.Append(ctx, tbl, arrivals[3]) },
+	}
+	for i, step := range steps {
+		if tbl, err = step(); err != nil {
 			return nil, fmt.Errorf("demo commit %d: %w", i+1, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/sluicefeed/sluice/catalog"
 )
@@ -80,4 +81,95 @@ func Append(ctx context.Context, tbl *table.Table, rows []Row) (*table.Table, er
 	arrTbl := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
 	defer arrTbl.Release()
 	return tbl.AppendTable(ctx, arrTbl, int64(len(rows))+1, nil)
+}
+
+// EqualityDelete commits, as one snapshot, equality deletes on the column
+// keyCol and the rows to insert (none for a plain delete; the same keys
+// for an upsert). Each key row holds keyCol and, in a partitioned table,
+// the partition's source columns: an equality delete applies within its
+// partition.
+func EqualityDelete(ctx context.Context, tbl *table.Table, keyCol string, keys, inserts []Row) (*table.Table, error) {
+	sc := tbl.Schema()
+	key, ok := sc.FindFieldByName(keyCol)
+	if !ok {
+		return nil, fmt.Errorf("no column %q", keyCol)
+	}
+	var fields []iceberg.NestedField
+	for _, f := range sc.Fields() {
+		if _, in := keys[0][f.Name]; in {
+			fields = append(fields, f)
+		}
+	}
+	delSchema := iceberg.NewSchema(0, fields...)
+	delArrow, err := table.SchemaToArrowSchema(delSchema, nil, true, false)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(keys)
+	if err != nil {
+		return nil, err
+	}
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, delArrow, strings.NewReader(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("delete keys do not fit the schema: %w", err)
+	}
+	tx := tbl.NewTransaction()
+	deletes, err := tx.WriteEqualityDeletes(ctx, []int{key.ID}, func(yield func(arrow.RecordBatch, error) bool) {
+		yield(rec, nil)
+	})
+	rec.Release()
+	if err != nil {
+		return nil, err
+	}
+	rd := tx.NewRowDelta(nil)
+	rd.AddDeletes(deletes...)
+	if len(inserts) > 0 {
+		rows, err := Record(tbl, inserts)
+		if err != nil {
+			return nil, err
+		}
+		for df, err := range table.WriteRecords(ctx, tbl, rows.Schema(), func(yield func(arrow.RecordBatch, error) bool) {
+			yield(rows, nil)
+		}) {
+			if err != nil {
+				return nil, err
+			}
+			rd.AddRows(df)
+		}
+	}
+	if err := rd.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return tx.Commit(ctx)
+}
+
+// Compact rewrites the data files of each partition, with the deletes that
+// apply to them, into new files: a replace snapshot. A table with fewer
+// than two data files is returned as it is.
+func Compact(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(tasks) < 2 {
+		return tbl, nil
+	}
+	cfg := compaction.Config{TargetFileSizeBytes: 64 << 20, MinFileSizeBytes: 32 << 20, MaxFileSizeBytes: 128 << 20,
+		MinInputFiles: 2, DeleteFileThreshold: 1, PackingLookback: compaction.DefaultPackingLookback}
+	plan, err := cfg.PlanCompaction(tasks)
+	if err != nil {
+		return nil, err
+	}
+	if len(plan.Groups) == 0 {
+		return tbl, nil
+	}
+	groups := make([]table.CompactionTaskGroup, len(plan.Groups))
+	for i, g := range plan.Groups {
+		groups[i] = table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
+	}
+	res, err := tbl.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return res.Table, nil
 }
