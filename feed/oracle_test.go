@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/histgen"
 )
 
 var oracleSeeds = goflag.Int("oracle.seeds", 0, "random histories per configuration (default 2, or SLUICE_ORACLE_SEEDS)")
@@ -221,13 +222,13 @@ func diffStates(a, b state) string {
 // windows, applying the feed to the state at `from` gives exactly the state
 // at `to`.
 func TestOracle(t *testing.T) {
-	configs := []genConfig{
-		{formatVersion: 2, deleteMode: table.WriteModeCopyOnWrite, commits: 14},
-		{formatVersion: 2, deleteMode: table.WriteModeMergeOnRead, commits: 14},
-		{formatVersion: 2, deleteMode: table.WriteModeMergeOnRead, partitioned: true, commits: 14},
-		{formatVersion: 3, deleteMode: table.WriteModeMergeOnRead, commits: 14},
-		{formatVersion: 3, deleteMode: table.WriteModeCopyOnWrite, partitioned: true, commits: 14},
-		{formatVersion: 2, deleteMode: table.WriteModeMergeOnRead, commits: 12, schemaChanges: true},
+	configs := []histgen.Config{
+		{FormatVersion: 2, DeleteMode: table.WriteModeCopyOnWrite, Commits: 14},
+		{FormatVersion: 2, DeleteMode: table.WriteModeMergeOnRead, Commits: 14},
+		{FormatVersion: 2, DeleteMode: table.WriteModeMergeOnRead, Partitioned: true, Commits: 14},
+		{FormatVersion: 3, DeleteMode: table.WriteModeMergeOnRead, Commits: 14},
+		{FormatVersion: 3, DeleteMode: table.WriteModeCopyOnWrite, Partitioned: true, Commits: 14},
+		{FormatVersion: 2, DeleteMode: table.WriteModeMergeOnRead, Commits: 12, SchemaChanges: true},
 	}
 	for _, cfg := range configs {
 		for seed := range uint64(seedsPerConfig()) {
@@ -239,14 +240,25 @@ func TestOracle(t *testing.T) {
 	}
 }
 
-func checkHistory(t *testing.T, seed uint64, cfg genConfig) {
+// generate writes a random history into a temporary warehouse.
+func generate(t *testing.T, seed uint64, cfg histgen.Config) *histgen.History {
+	t.Helper()
+	g, err := histgen.Generate(context.Background(), t.TempDir(), seed, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Catalog.Close() })
+	return g
+}
+
+func checkHistory(t *testing.T, seed uint64, cfg histgen.Config) {
 	g := generate(t, seed, cfg)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	eng := feed.New(g.cat, feed.Options{Allocator: mem, MaxBatchRows: 7})
-	meta := g.tbl.Metadata()
+	eng := feed.New(g.Catalog, feed.Options{Allocator: mem, MaxBatchRows: 7})
+	meta := g.Table.Metadata()
 	endSchema := func(to int64) *iceberg.Schema {
-		s := g.tbl.SnapshotByID(to)
+		s := g.Table.SnapshotByID(to)
 		for _, sc := range meta.Schemas() {
 			if s.SchemaID != nil && sc.ID == *s.SchemaID {
 				return sc
@@ -257,28 +269,28 @@ func checkHistory(t *testing.T, seed uint64, cfg genConfig) {
 	check := func(from *int64, to int64, identity []string) {
 		t.Helper()
 		end := endSchema(to)
-		want := scanState(t, g.tbl, &to, end)
-		got, ops := applyFeed(t, eng, feed.Request{Table: genTable, FromSnapshot: from, ToSnapshot: &to,
-			Identity: identity}, scanState(t, g.tbl, from, end))
+		want := scanState(t, g.Table, &to, end)
+		got, ops := applyFeed(t, eng, feed.Request{Table: histgen.Table, FromSnapshot: from, ToSnapshot: &to,
+			Identity: identity}, scanState(t, g.Table, from, end))
 		if d := diffStates(got, want); d != "" {
 			fromStr := "start"
 			if from != nil {
 				fromStr = fmt.Sprint(*from)
 			}
 			t.Fatalf("window (%s, %d] with identity %v: the feed applied to the state at from is not the "+
-				"state at to:\n%s\nops: %v\nhistory: %s", fromStr, to, identity, d, ops, strings.Join(g.log, "; "))
+				"state at to:\n%s\nops: %v\nhistory: %s", fromStr, to, identity, d, ops, strings.Join(g.Log, "; "))
 		}
 	}
 	checkNet := func(from *int64, to int64, identity []string, fold bool) {
 		t.Helper()
 		end := endSchema(to)
-		start, want := scanState(t, g.tbl, from, end), scanState(t, g.tbl, &to, end)
-		req := feed.Request{Table: genTable, FromSnapshot: from, ToSnapshot: &to, Identity: identity,
+		start, want := scanState(t, g.Table, from, end), scanState(t, g.Table, &to, end)
+		req := feed.Request{Table: histgen.Table, FromSnapshot: from, ToSnapshot: &to, Identity: identity,
 			NetChanges: true, FoldUpdates: fold}
 		got, ops := applyFeed(t, eng, req, start)
 		if d := diffStates(got, want); d != "" {
 			t.Fatalf("net changes of (%v, %d] identity %v: applied to the state at from, not the state at to:\n%s\nops %v\nhistory: %s",
-				from, to, identity, d, ops, strings.Join(g.log, "; "))
+				from, to, identity, d, ops, strings.Join(g.Log, "; "))
 		}
 		// Net: every change is in the full-state diff, none cancels another.
 		dels, ins := netSides(t, eng, req)
@@ -293,34 +305,34 @@ func checkHistory(t *testing.T, seed uint64, cfg genConfig) {
 			}
 		}
 	}
-	for i, s := range g.snapshots {
+	for i, s := range g.Snapshots {
 		var from *int64
 		if i > 0 {
-			from = &g.snapshots[i-1]
+			from = &g.Snapshots[i-1]
 		}
 		check(from, s, nil)
 		check(from, s, []string{"id"})
 		checkFold(t, eng, from, s)
 	}
-	last := g.snapshots[len(g.snapshots)-1]
+	last := g.Snapshots[len(g.Snapshots)-1]
 	checkNet(nil, last, nil, false)
 	checkNet(nil, last, []string{"id"}, false)
-	checkNet(&g.snapshots[len(g.snapshots)/2], last, []string{"id"}, true)
+	checkNet(&g.Snapshots[len(g.Snapshots)/2], last, []string{"id"}, true)
 	for _, f := range oracleFilters {
-		checkFilter(t, eng, f, feed.Request{Table: genTable, ToSnapshot: &last, Identity: []string{"id"}})
-		checkFilter(t, eng, f, feed.Request{Table: genTable, ToSnapshot: &last})
+		checkFilter(t, eng, f, feed.Request{Table: histgen.Table, ToSnapshot: &last, Identity: []string{"id"}})
+		checkFilter(t, eng, f, feed.Request{Table: histgen.Table, ToSnapshot: &last})
 	}
 	r := rand.New(rand.NewPCG(seed, 7))
 	for range 4 {
-		i, j := r.IntN(len(g.snapshots)), r.IntN(len(g.snapshots))
+		i, j := r.IntN(len(g.Snapshots)), r.IntN(len(g.Snapshots))
 		if i > j {
 			i, j = j, i
 		}
-		from := &g.snapshots[i]
+		from := &g.Snapshots[i]
 		if i == j {
 			from = nil
 		}
-		check(from, g.snapshots[j], nil)
+		check(from, g.Snapshots[j], nil)
 	}
 }
 
@@ -356,7 +368,7 @@ func netSides(t *testing.T, eng *feed.Engine, req feed.Request) (state, state) {
 // pair into one update row with both images, and changes nothing else.
 func checkFold(t *testing.T, eng *feed.Engine, from *int64, to int64) {
 	t.Helper()
-	req := feed.Request{Table: genTable, FromSnapshot: from, ToSnapshot: &to, Identity: []string{"id"}}
+	req := feed.Request{Table: histgen.Table, FromSnapshot: from, ToSnapshot: &to, Identity: []string{"id"}}
 	plain := decodeFeed(t, eng, req)
 	req.FoldUpdates = true
 	folded := decodeFeed(t, eng, req)

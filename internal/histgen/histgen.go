@@ -1,4 +1,8 @@
-package feed_test
+// Package histgen writes seeded random table histories with iceberg-go's
+// own writers (appends, copy-on-write and merge-on-read deletes, equality
+// deletes, upserts, filtered overwrites, compactions, schema changes), for
+// the engine's oracle tests and the end-to-end tests.
+package histgen
 
 import (
 	"context"
@@ -6,7 +10,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,50 +21,54 @@ import (
 	"github.com/sluicefeed/sluice/internal/tablewrite"
 )
 
-// genConfig shapes a random history.
-type genConfig struct {
-	formatVersion int    // 2 or 3
-	deleteMode    string // copy-on-write or merge-on-read
-	partitioned   bool   // identity partition on grp
-	commits       int
-	schemaChanges bool
+// Config shapes a random history.
+type Config struct {
+	FormatVersion int    // 2 or 3
+	DeleteMode    string // table.WriteModeCopyOnWrite or table.WriteModeMergeOnRead
+	Partitioned   bool   // identity partition on grp
+	Commits       int    // snapshots to write
+	SchemaChanges bool   // add a column, rename one, promote int to long
 }
 
-func (c genConfig) String() string {
+func (c Config) String() string {
 	p := "unpartitioned"
-	if c.partitioned {
+	if c.Partitioned {
 		p = "partitioned"
 	}
-	if c.schemaChanges {
+	if c.SchemaChanges {
 		p += "+schema"
 	}
-	return fmt.Sprintf("v%d/%s/%s", c.formatVersion, c.deleteMode, p)
+	return fmt.Sprintf("v%d/%s/%s", c.FormatVersion, c.DeleteMode, p)
 }
 
-// generated is a table with a random history, every commit written by
-// iceberg-go's own writers.
-type generated struct {
-	cat       *catalog.Catalog
-	tbl       *table.Table
-	snapshots []int64 // in commit order, all on main's lineage
-	log       []string
+// History is a table with a random history.
+type History struct {
+	Catalog   *catalog.Catalog
+	Table     *table.Table
+	Snapshots []int64  // in commit order, all on main's lineage
+	Log       []string // what each commit did
 }
 
-// genTable is the name of generated tables.
-const genTable = "gen.events"
+// Table is the name of the generated table.
+const Table = "gen.events"
 
-// generate writes a seeded random history: appends, copy-on-write or
-// merge-on-read deletes, equality deletes (of live keys, deleted keys and
-// keys that never existed), upserts in one commit, filtered overwrites,
-// compactions and schema changes.
-func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
-	t.Helper()
-	ctx := context.Background()
-	cat, err := tablewrite.OpenWarehouse(ctx, t.TempDir())
+// Generate writes a seeded random history into the warehouse dir: the
+// table gen.events with columns id (identifier), grp, val, note and small.
+// The caller closes the returned catalog.
+func Generate(ctx context.Context, dir string, seed uint64, cfg Config) (*History, error) {
+	cat, err := tablewrite.OpenWarehouse(ctx, dir)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { cat.Close() })
+	h, err := generate(ctx, cat, seed, cfg)
+	if err != nil {
+		cat.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func generate(ctx context.Context, cat *catalog.Catalog, seed uint64, cfg Config) (*History, error) {
 	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "grp", Type: iceberg.PrimitiveTypes.String, Required: true},
@@ -70,22 +77,22 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 		iceberg.NestedField{ID: 5, Name: "small", Type: iceberg.PrimitiveTypes.Int32},
 	)
 	opts := []icecatalog.CreateTableOpt{icecatalog.WithProperties(iceberg.Properties{
-		"format-version":                fmt.Sprint(cfg.formatVersion),
-		table.WriteDeleteModeKey:        cfg.deleteMode,
-		"write.update.mode":             cfg.deleteMode,
-		"write.merge.mode":              cfg.deleteMode,
+		"format-version":                fmt.Sprint(cfg.FormatVersion),
+		table.WriteDeleteModeKey:        cfg.DeleteMode,
+		"write.update.mode":             cfg.DeleteMode,
+		"write.merge.mode":              cfg.DeleteMode,
 		"write.parquet.row-group-limit": "50",
 	})}
-	if cfg.partitioned {
+	if cfg.Partitioned {
 		spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000,
 			Name: "grp", Transform: iceberg.IdentityTransform{}})
 		opts = append(opts, icecatalog.WithPartitionSpec(&spec))
 	}
-	tbl, err := tablewrite.CreateTable(ctx, cat, genTable, sc, opts...)
+	tbl, err := tablewrite.CreateTable(ctx, cat, Table, sc, opts...)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	g := &generated{cat: cat, tbl: tbl}
+	g := &History{Catalog: cat, Table: tbl}
 	r := rand.New(rand.NewPCG(seed, 99))
 	nextID := int64(1)
 	var everIDs []int64
@@ -136,47 +143,52 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 		return iceberg.IsIn(iceberg.Reference("id"), ids...)
 	}
 
+	var failed error
 	commit := func(what string, fn func() (*table.Table, error)) {
-		t.Helper()
-		before := g.tbl.CurrentSnapshot()
+		if failed != nil {
+			return
+		}
+		before := g.Table.CurrentSnapshot()
 		next, err := fn()
 		if err != nil {
-			t.Fatalf("seed %d %s: commit %d (%s): %v\nlog: %s", seed, cfg, len(g.log), what, err, strings.Join(g.log, "; "))
+			failed = fmt.Errorf("seed %d %s: commit %d (%s): %w\nlog: %s", seed, cfg, len(g.Log), what, err,
+				strings.Join(g.Log, "; "))
+			return
 		}
-		g.tbl = next
+		g.Table = next
 		if cur := next.CurrentSnapshot(); cur != nil && (before == nil || cur.SnapshotID != before.SnapshotID) {
-			g.snapshots = append(g.snapshots, cur.SnapshotID)
-			g.log = append(g.log, fmt.Sprintf("%d:%s(%s)", len(g.snapshots), what, cur.Summary.Operation))
+			g.Snapshots = append(g.Snapshots, cur.SnapshotID)
+			g.Log = append(g.Log, fmt.Sprintf("%d:%s(%s)", len(g.Snapshots), what, cur.Summary.Operation))
 		} else {
-			g.log = append(g.log, what+"(no snapshot)")
+			g.Log = append(g.Log, what+"(no snapshot)")
 		}
 	}
 
-	commit("append", func() (*table.Table, error) { return tablewrite.Append(ctx, g.tbl, newRows(20+r.IntN(20), nil)) })
-	for len(g.snapshots) < cfg.commits {
+	commit("append", func() (*table.Table, error) { return tablewrite.Append(ctx, g.Table, newRows(20+r.IntN(20), nil)) })
+	for failed == nil && len(g.Snapshots) < cfg.Commits {
 		switch op := r.IntN(10); {
 		case op < 3:
-			commit("append", func() (*table.Table, error) { return tablewrite.Append(ctx, g.tbl, newRows(1+r.IntN(25), nil)) })
+			commit("append", func() (*table.Table, error) { return tablewrite.Append(ctx, g.Table, newRows(1+r.IntN(25), nil)) })
 		case op == 3:
 			ids := pickIDs(1 + r.IntN(6))
 			commit(fmt.Sprintf("delete id in %v", ids), func() (*table.Table, error) {
-				return g.tbl.Delete(ctx, idIn(ids), nil)
+				return g.Table.Delete(ctx, idIn(ids), nil)
 			})
 		case op == 4:
 			limit := r.Int64N(200)
 			commit(fmt.Sprintf("delete val < %d", limit), func() (*table.Table, error) {
-				return g.tbl.Delete(ctx, iceberg.LessThan(iceberg.Reference("val"), limit), nil)
+				return g.Table.Delete(ctx, iceberg.LessThan(iceberg.Reference("val"), limit), nil)
 			})
 		case op == 5:
 			ids := pickIDs(1 + r.IntN(6))
 			commit(fmt.Sprintf("equality delete %v", ids), func() (*table.Table, error) {
-				return tablewrite.EqualityDelete(ctx, g.tbl, "id", keyRows(g.tbl, ids), nil)
+				return tablewrite.EqualityDelete(ctx, g.Table, "id", keyRows(g.Table, ids), nil)
 			})
 		case op == 6:
 			ids := pickIDs(1 + r.IntN(5))
 			rows := newRows(len(ids), ids)
 			commit(fmt.Sprintf("upsert %v", ids), func() (*table.Table, error) {
-				return tablewrite.EqualityDelete(ctx, g.tbl, "id", keyRows(g.tbl, ids), rows)
+				return tablewrite.EqualityDelete(ctx, g.Table, "id", keyRows(g.Table, ids), rows)
 			})
 		case op == 7:
 			grp := []string{"a", "b", "c"}[r.IntN(3)]
@@ -185,7 +197,7 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 				row["grp"] = grp
 			}
 			commit(fmt.Sprintf("overwrite grp = %s", grp), func() (*table.Table, error) {
-				rec, err := tablewrite.Record(g.tbl, rows)
+				rec, err := tablewrite.Record(g.Table, rows)
 				if err != nil {
 					return nil, err
 				}
@@ -195,17 +207,17 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 					return nil, err
 				}
 				defer rdr.Release()
-				return g.tbl.Overwrite(ctx, rdr, nil,
+				return g.Table.Overwrite(ctx, rdr, nil,
 					table.WithOverwriteFilter(iceberg.EqualTo(iceberg.Reference("grp"), grp)))
 			})
 		case op == 8:
-			commit("compact", func() (*table.Table, error) { return tablewrite.Compact(ctx, g.tbl) })
-		case op == 9 && cfg.schemaChanges:
+			commit("compact", func() (*table.Table, error) { return tablewrite.Compact(ctx, g.Table) })
+		case op == 9 && cfg.SchemaChanges:
 			switch {
 			case !added:
 				added = true
 				commit("add column extra", func() (*table.Table, error) {
-					tx := g.tbl.NewTransaction()
+					tx := g.Table.NewTransaction()
 					if err := tx.UpdateSchema(true, false).AddColumn([]string{"extra"}, iceberg.PrimitiveTypes.Float64, "", false, nil).Commit(); err != nil {
 						return nil, err
 					}
@@ -214,7 +226,7 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 			case !renamed:
 				renamed = true
 				commit("rename note to comment", func() (*table.Table, error) {
-					tx := g.tbl.NewTransaction()
+					tx := g.Table.NewTransaction()
 					if err := tx.UpdateSchema(true, false).RenameColumn([]string{"note"}, "comment").Commit(); err != nil {
 						return nil, err
 					}
@@ -222,11 +234,11 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 				})
 			default:
 				commit("promote small to long", func() (*table.Table, error) {
-					field, ok := g.tbl.Schema().FindFieldByName("small")
+					field, ok := g.Table.Schema().FindFieldByName("small")
 					if !ok || field.Type.Equals(iceberg.PrimitiveTypes.Int64) {
-						return g.tbl, nil
+						return g.Table, nil
 					}
-					tx := g.tbl.NewTransaction()
+					tx := g.Table.NewTransaction()
 					if err := tx.UpdateSchema(true, false).UpdateColumn([]string{"small"},
 						table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Valid: true, Val: iceberg.PrimitiveTypes.Int64}}).Commit(); err != nil {
 						return nil, err
@@ -236,7 +248,7 @@ func generate(t *testing.T, seed uint64, cfg genConfig) *generated {
 			}
 		}
 	}
-	return g
+	return g, failed
 }
 
 // keyRows are the equality delete rows of ids: in a partitioned table each
