@@ -31,7 +31,7 @@ FUZZTIME ?= 30s
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run demo venv tools generate checkgenerate lint fmt test test-unit test-python test-e2e \
-	bench fuzz clean
+	bench fuzz clean test-long
 
 all: build
 
@@ -93,6 +93,11 @@ test: checkgenerate lint test-unit test-python test-e2e
 ## test-unit: Go unit tests with the race detector
 test-unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+## test-long: the engine's oracle on many more random histories (SEEDS per configuration)
+SEEDS ?= 25
+test-long:
+	SLUICE_ORACLE_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 60m -run 'TestOracle' ./feed/
 
 ## test-python: the Python client's unit tests
 test-python: venv
