@@ -547,11 +547,13 @@ func TestMissingDataFileFailsTheStream(t *testing.T) {
 	var victim string
 	for _, m := range manifests {
 		if m.SnapshotID() == last.SnapshotID {
-			entries, err := m.FetchEntries(fsys, true)
-			if err != nil {
-				t.Fatal(err)
+			for e, err := range m.Entries(fsys, true) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				victim = e.DataFile().FilePath()
+				break
 			}
-			victim = entries[0].DataFile().FilePath()
 		}
 	}
 	if err := os.Remove(strings.TrimPrefix(victim, "file://")); err != nil {
