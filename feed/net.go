@@ -17,14 +17,18 @@ type netEvent struct {
 	before, after int // rows of the concatenated images, -1: none
 }
 
-// netKey tracks one identity (or one whole row) through the window.
+// netKey tracks one identity (or one whole row) through the window: the
+// images its changes removed and added, as a multiset.
 type netKey struct {
-	existedAtStart bool
-	existsAtEnd    bool
-	first, last    int // the first before-image and the last after-image
-	anyBefore      int // a before-image (without identity, all are equal)
-	snap           int // the snapshot of the key's last change
-	count          int // without identity: inserts minus deletes
+	images map[string]*netImage
+	order  []string // images in order of first appearance
+	snap   int      // the snapshot of the key's last change
+}
+
+// netImage counts one full image of a key: removals minus additions.
+type netImage struct {
+	count         int // additions minus removals
+	before, after int // a row holding the image on each side, -1: none
 }
 
 // readNet collapses the changes the window's snapshots yield (in the plan's
@@ -177,103 +181,115 @@ func (e *Engine) concatImages(recs []arrow.RecordBatch) (arrow.Array, arrow.Arra
 }
 
 // netChanges computes the net changes of events, grouped by the snapshot
-// they belong to, each group ordered deletes, update pairs, inserts.
+// they belong to, each group ordered deletes, update pairs, inserts. Per
+// key (the identity columns, or the whole row), the images the window
+// removed but did not add back are deleted and the images it added but did
+// not remove are inserted; with identity, a deleted and an inserted image
+// of one key pair into an update. For a key that identifies one row, this
+// is: insert then delete is nothing; insert then updates, an insert of the
+// last image; updates, one update from the first to the last image;
+// updates then delete, a delete of the first image. It stays exact when a
+// table holds several rows of one key.
 func netChanges(events []netEvent, befores, afters *array.Struct, p *Plan) ([][]change, error) {
-	keyCols := func(img *array.Struct) []arrow.Array {
+	fieldsOf := func(img *array.Struct, names []string) []arrow.Array {
+		st := img.DataType().(*arrow.StructType)
 		var cols []arrow.Array
-		fields := img.DataType().(*arrow.StructType)
-		names := p.Identity
-		if len(names) == 0 {
-			names = p.wideColumns
-			if names == nil {
-				names = p.Columns
-			}
-		}
 		for _, n := range names {
-			if i, ok := fields.FieldIdx(n); ok {
+			if i, ok := st.FieldIdx(n); ok {
 				cols = append(cols, img.Field(i))
 			}
 		}
 		return cols
 	}
-	bk, ak := keyCols(befores), keyCols(afters)
+	all := p.wideColumns
+	if all == nil {
+		all = p.Columns
+	}
+	keyNames := p.Identity
+	if len(keyNames) == 0 {
+		keyNames = all
+	}
+	bKey, aKey := fieldsOf(befores, keyNames), fieldsOf(afters, keyNames)
+	bAll, aAll := fieldsOf(befores, all), fieldsOf(afters, all)
+
 	keys := map[string]*netKey{}
 	var order []string
-	var buf []byte
+	var kb, ib []byte
 	var err error
+	touch := func(cols, full []arrow.Array, row int, snap int, delta int) error {
+		if kb, err = rowKey(kb[:0], cols, row); err != nil {
+			return err
+		}
+		k, ok := keys[string(kb)]
+		if !ok {
+			k = &netKey{images: map[string]*netImage{}}
+			keys[string(kb)] = k
+			order = append(order, string(kb))
+		}
+		k.snap = snap
+		if ib, err = rowKey(ib[:0], full, row); err != nil {
+			return err
+		}
+		img, ok := k.images[string(ib)]
+		if !ok {
+			img = &netImage{before: -1, after: -1}
+			k.images[string(ib)] = img
+			k.order = append(k.order, string(ib))
+		}
+		img.count += delta
+		if delta < 0 {
+			img.before = row
+		} else {
+			img.after = row
+		}
+		return nil
+	}
 	for _, ev := range events {
 		if ev.before >= 0 {
-			buf, err = rowKey(buf[:0], bk, ev.before)
-		} else {
-			buf, err = rowKey(buf[:0], ak, ev.after)
-		}
-		if err != nil {
-			return nil, err
-		}
-		k, ok := keys[string(buf)]
-		if !ok {
-			k = &netKey{existedAtStart: ev.before >= 0, first: ev.before, last: -1, anyBefore: -1}
-			keys[string(buf)] = k
-			order = append(order, string(buf))
-		}
-		k.snap = ev.snap
-		if ev.before >= 0 {
-			k.existsAtEnd = false
-			k.count--
-			k.anyBefore = ev.before
+			if err := touch(bKey, bAll, ev.before, ev.snap, -1); err != nil {
+				return nil, err
+			}
 		}
 		if ev.after >= 0 {
-			k.existsAtEnd, k.last = true, ev.after
-			k.count++
+			if err := touch(aKey, aAll, ev.after, ev.snap, +1); err != nil {
+				return nil, err
+			}
 		}
 	}
 
 	type group struct{ dels, pairs, ins []change }
 	groups := make([]group, len(p.Snapshots))
-	all := make([]arrow.Array, befores.NumField())
-	for i := range all {
-		all[i] = befores.Field(i)
-	}
-	allAfter := make([]arrow.Array, afters.NumField())
-	for i := range allAfter {
-		allAfter[i] = afters.Field(i)
-	}
 	for _, ks := range order {
 		k := keys[ks]
 		g := &groups[k.snap]
-		if len(p.Identity) == 0 {
-			// Whole rows: the net count says how many to insert or delete.
-			for ; k.count > 0; k.count-- {
-				g.ins = append(g.ins, change{op: OpInsert, before: -1, after: k.last})
+		var removed, added []int
+		for _, is := range k.order {
+			img := k.images[is]
+			for n := img.count; n < 0; n++ {
+				removed = append(removed, img.before)
 			}
-			for ; k.count < 0; k.count++ {
-				g.dels = append(g.dels, change{op: OpDelete, before: k.anyBefore, after: -1})
+			for n := img.count; n > 0; n-- {
+				added = append(added, img.after)
 			}
-			continue
 		}
-		switch {
-		case !k.existedAtStart && k.existsAtEnd:
-			g.ins = append(g.ins, change{op: OpInsert, before: -1, after: k.last})
-		case k.existedAtStart && !k.existsAtEnd:
-			g.dels = append(g.dels, change{op: OpDelete, before: k.first, after: -1})
-		case k.existedAtStart && k.existsAtEnd:
-			a, err := rowKey(nil, all, k.first)
-			if err != nil {
-				return nil, err
-			}
-			b, err := rowKey(nil, allAfter, k.last)
-			if err != nil {
-				return nil, err
-			}
-			if string(a) == string(b) {
-				continue // changed and changed back
-			}
+		pairs := 0
+		if len(p.Identity) > 0 {
+			pairs = min(len(removed), len(added))
+		}
+		for _, b := range removed[pairs:] {
+			g.dels = append(g.dels, change{op: OpDelete, before: b, after: -1})
+		}
+		for i := range pairs {
+			b, a := removed[i], added[len(added)-pairs+i]
 			if p.foldUpdates {
-				g.pairs = append(g.pairs, change{op: OpUpdate, before: k.first, after: k.last})
+				g.pairs = append(g.pairs, change{op: OpUpdate, before: b, after: a})
 			} else {
-				g.pairs = append(g.pairs, change{op: OpUpdateBefore, before: k.first, after: -1},
-					change{op: OpUpdateAfter, before: -1, after: k.last})
+				g.pairs = append(g.pairs, change{op: OpUpdateBefore, before: b, after: -1},
+					change{op: OpUpdateAfter, before: -1, after: a})
 			}
+		}
+		for _, a := range added[:len(added)-pairs] {
+			g.ins = append(g.ins, change{op: OpInsert, before: -1, after: a})
 		}
 	}
 	out := make([][]change, len(groups))
