@@ -31,51 +31,29 @@ type deleteIndex struct {
 	// pos maps a position delete file to the positions it deletes, per data
 	// file path.
 	pos map[string]map[string][]int64
-	// eq maps an equality delete file to the keys it deletes.
-	eq map[string]map[string]struct{}
+	// eq maps an equality delete file to the keys it deletes, and eqValues
+	// to the values of each of its equality fields.
+	eq       map[string]map[string]struct{}
+	eqValues map[string][][]any
 	// dv maps a deletion vector (path and offset) to its positions.
 	dv map[string][]int64
 }
 
 func newDeleteIndex(fs iceio.IO, mem memory.Allocator) *deleteIndex {
 	return &deleteIndex{fs: fs, mem: mem, pos: map[string]map[string][]int64{},
-		eq: map[string]map[string]struct{}{}, dv: map[string][]int64{}}
+		eq: map[string]map[string]struct{}{}, eqValues: map[string][][]any{}, dv: map[string][]int64{}}
 }
 
-// deleted returns the mask of the positions of data that task's delete
-// files delete: position deletes, deletion vectors and equality deletes.
-// keyCol resolves an equality field id to the data's column.
-func (x *deleteIndex) deleted(ctx context.Context, task *table.FileScanTask, data *fileData,
+// deleted returns the mask, over the rows positions of the file, of the
+// positions that task's delete files delete: position deletes, deletion
+// vectors, and the rows of data that equality deletes hit (rows not in
+// data are not evaluated against equality deletes). keyCol resolves an
+// equality field id to the data's column.
+func (x *deleteIndex) deleted(ctx context.Context, task *table.FileScanTask, data *fileData, rows int,
 	keyCol func(fieldID int) (int, error)) ([]bool, error) {
-	mask := make([]bool, data.rows)
-	path := task.File.FilePath()
-	mark := func(positions []int64, from string) error {
-		for _, p := range positions {
-			if p < 0 || p >= int64(data.rows) {
-				return fmt.Errorf("%w: %s deletes position %d of %s, which has %d rows",
-					ErrUnsupported, from, p, path, data.rows)
-			}
-			mask[p] = true
-		}
-		return nil
-	}
-	for _, df := range task.DeleteFiles {
-		positions, err := x.positionDeletes(ctx, df, path)
-		if err != nil {
-			return nil, err
-		}
-		if err := mark(positions, "position delete file "+df.FilePath()); err != nil {
-			return nil, err
-		}
-	}
-	for _, df := range task.DeletionVectorFiles {
-		positions, err := x.deletionVector(df)
-		if err != nil {
-			return nil, err
-		}
-		if err := mark(positions, "deletion vector "+df.FilePath()); err != nil {
-			return nil, err
-		}
+	mask, err := x.positionMask(task, task.File.FilePath(), rows, ctx)
+	if err != nil {
+		return nil, err
 	}
 	for _, df := range task.EqualityDeleteFiles {
 		keys, err := x.equalityDeletes(ctx, df)
@@ -102,9 +80,44 @@ func (x *deleteIndex) deleted(ctx context.Context, task *table.FileScanTask, dat
 					return nil, err
 				}
 				if _, ok := keys[string(key)]; ok {
-					mask[data.offsets[b]+r] = true
+					mask[data.first[b]+r] = true
 				}
 			}
+		}
+	}
+	return mask, nil
+}
+
+// positionMask returns the mask, over rows positions, of the positions of
+// dataPath that task's position deletes and deletion vectors delete.
+func (x *deleteIndex) positionMask(task *table.FileScanTask, dataPath string, rows int, ctx context.Context) ([]bool, error) {
+	mask := make([]bool, rows)
+	mark := func(positions []int64, from string) error {
+		for _, p := range positions {
+			if p < 0 || p >= int64(rows) {
+				return fmt.Errorf("%w: %s deletes position %d of %s, which has %d rows",
+					ErrUnsupported, from, p, dataPath, rows)
+			}
+			mask[p] = true
+		}
+		return nil
+	}
+	for _, df := range task.DeleteFiles {
+		positions, err := x.positionDeletes(ctx, df, dataPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := mark(positions, "position delete file "+df.FilePath()); err != nil {
+			return nil, err
+		}
+	}
+	for _, df := range task.DeletionVectorFiles {
+		positions, err := x.deletionVector(df)
+		if err != nil {
+			return nil, err
+		}
+		if err := mark(positions, "deletion vector "+df.FilePath()); err != nil {
+			return nil, err
 		}
 	}
 	return mask, nil
@@ -176,6 +189,7 @@ func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) 
 		return nil, fmt.Errorf("%w: equality delete file %s names no equality field", ErrUnsupported, df.FilePath())
 	}
 	keys := map[string]struct{}{}
+	values := make([][]any, len(ids))
 	var key []byte
 	err := x.readParquet(ctx, df, func(rec arrow.RecordBatch) error {
 		cols := make([]arrow.Array, len(ids))
@@ -192,15 +206,67 @@ func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) 
 			if key, err = rowKey(key[:0], cols, r); err != nil {
 				return err
 			}
+			if _, dup := keys[string(key)]; dup {
+				continue
+			}
 			keys[string(key)] = struct{}{}
+			for i, c := range cols {
+				values[i] = append(values[i], boundValue(c, r))
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	x.eq[df.FilePath()] = keys
+	x.eq[df.FilePath()], x.eqValues[df.FilePath()] = keys, values
 	return keys, nil
+}
+
+// equalityValues returns, per equality field of an equality delete file,
+// the values it deletes (for comparison with statistics).
+func (x *deleteIndex) equalityValues(ctx context.Context, df iceberg.DataFile) ([][]any, error) {
+	if _, err := x.equalityDeletes(ctx, df); err != nil {
+		return nil, err
+	}
+	return x.eqValues[df.FilePath()], nil
+}
+
+// boundValue returns value i of arr in the domain decodeBound compares:
+// int64 for integers, dates and times, float64 for floats; nil for null;
+// a value of another type is returned as a string, which compares with
+// nothing (statistics then never exclude it).
+func boundValue(arr arrow.Array, i int) any {
+	if arr.IsNull(i) {
+		return nil
+	}
+	switch a := arr.(type) {
+	case *array.Int8:
+		return int64(a.Value(i))
+	case *array.Int16:
+		return int64(a.Value(i))
+	case *array.Int32:
+		return int64(a.Value(i))
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Date32:
+		return int64(a.Value(i))
+	case *array.Time64:
+		return int64(a.Value(i))
+	case *array.Timestamp:
+		return int64(a.Value(i))
+	case *array.Float32:
+		return float64(a.Value(i))
+	case *array.Float64:
+		return a.Value(i)
+	case *array.Boolean:
+		if a.Value(i) {
+			return int64(1)
+		}
+		return int64(0)
+	default:
+		return arr.ValueStr(i)
+	}
 }
 
 // readParquet streams the record batches of a delete file.

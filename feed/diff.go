@@ -9,15 +9,18 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
-// fileData is the decoded rows of one data file in file order: position p
-// of the file is row p-offsets[b] of batches[b].
+// fileData is decoded rows of one data file, in file order: row r of
+// batches[b] is the file's position first[b]+r. It may hold only some of
+// the file's row groups.
 type fileData struct {
 	batches []arrow.RecordBatch
-	offsets []int
-	rows    int
+	first   []int
+	rows    int // the rows held
 }
 
 func (d *fileData) release() {
@@ -43,17 +46,19 @@ func (c *changeSet) release() {
 	c.dels, c.ins = nil, nil
 }
 
-// diffReader computes the changes of snapshots that delete rows: it reads
-// each touched data file whole, in file order, and compares the positions
-// live before and after the snapshot.
+// diffReader computes the changes of snapshots that delete rows: for each
+// touched data file it reads the row groups whose rows may change (all of
+// them for a file added or removed) and compares the positions live before
+// and after the snapshot.
 type diffReader struct {
 	mem     memory.Allocator
-	scan    *table.Scan // every column, at the window's end, no filter
+	fs      iceio.IO
+	full    *table.Scan // every column of the window's end schema
+	narrow  *table.Scan // the columns the changes need (nil: same as full)
 	deletes *deleteIndex
-	// colByID maps a top-level field id of the end schema to its column in
-	// the full-width rows.
-	colByID map[int]int
+	end     *iceberg.Schema
 	name    string
+	footers map[string]*footer
 }
 
 func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan) (*diffReader, error) {
@@ -61,56 +66,111 @@ func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan) (*diffRea
 	if err != nil {
 		return nil, fmt.Errorf("open storage of table %s: %w", p.Table, err)
 	}
-	scan := p.tbl.Scan(table.WithSnapshotID(*p.To), table.WithSelectedFields("*"), table.WithCaseSensitive(true),
-		table.WithMaxConcurrency(1))
-	d := &diffReader{mem: mem, scan: scan, deletes: newDeleteIndex(fsys, mem), colByID: map[int]int{}, name: p.Table}
-	for i, f := range p.end.Fields() {
-		d.colByID[f.ID] = i
+	scan := func(fields ...string) *table.Scan {
+		return p.tbl.Scan(table.WithSnapshotID(*p.To), table.WithSelectedFields(fields...),
+			table.WithCaseSensitive(true), table.WithMaxConcurrency(1))
+	}
+	d := &diffReader{mem: mem, fs: fsys, full: scan("*"), deletes: newDeleteIndex(fsys, mem), end: p.end,
+		name: p.Table, footers: map[string]*footer{}}
+	if narrow := p.diffColumns(); len(narrow) < len(p.end.Fields()) {
+		d.narrow = scan(narrow...)
 	}
 	return d, nil
 }
 
-func (d *diffReader) close() { d.scan.Close() }
+func (d *diffReader) close() {
+	d.full.Close()
+	if d.narrow != nil {
+		d.narrow.Close()
+	}
+}
 
-// read decodes a data file whole, without applying any delete.
-func (d *diffReader) read(ctx context.Context, snapshot int64, fd fileDiff) (*fileData, error) {
-	task := table.FileScanTask{File: fd.file, Start: 0, Length: fd.file.FileSizeBytes(),
-		DataSequenceNumber: fd.seq, FirstRowID: fd.file.FirstRowID()}
-	_, records, err := d.scan.ReadTasks(ctx, []table.FileScanTask{task})
+func (d *diffReader) footer(df iceberg.DataFile) (*footer, error) {
+	if ft, ok := d.footers[df.FilePath()]; ok {
+		return ft, nil
+	}
+	ft, err := readFooter(d.fs, df)
 	if err != nil {
-		return nil, readError(d.name, snapshot, "data file "+fd.file.FilePath(), err)
+		return nil, err
+	}
+	d.footers[df.FilePath()] = ft
+	return ft, nil
+}
+
+// read decodes a data file, or the row groups rgs of it (sorted; nil: the
+// whole file), without applying any delete.
+func (d *diffReader) read(ctx context.Context, snapshot int64, fd fileDiff, rgs []int, ft *footer,
+	scan *table.Scan) (*fileData, error) {
+	var tasks []table.FileScanTask
+	var runs []rowGroupRun
+	if rgs == nil {
+		tasks = []table.FileScanTask{{File: fd.file, Start: 0, Length: fd.file.FileSizeBytes(),
+			DataSequenceNumber: fd.seq, FirstRowID: fd.file.FirstRowID()}}
+		runs = []rowGroupRun{{pos: 0, rows: fd.file.Count()}}
+	} else {
+		runs = ft.runs(rgs)
+		for _, r := range runs {
+			tasks = append(tasks, table.FileScanTask{File: fd.file, Start: r.start, Length: r.length,
+				DataSequenceNumber: fd.seq, FirstRowID: fd.file.FirstRowID()})
+		}
+	}
+	what := "data file " + fd.file.FilePath()
+	_, records, err := scan.ReadTasks(ctx, tasks)
+	if err != nil {
+		return nil, readError(d.name, snapshot, what, err)
 	}
 	data := &fileData{}
+	run, inRun := 0, int64(0)
 	for rec, err := range records {
 		if err != nil {
 			data.release()
-			return nil, readError(d.name, snapshot, "data file "+fd.file.FilePath(), err)
+			return nil, readError(d.name, snapshot, what, err)
+		}
+		for run < len(runs) && inRun == runs[run].rows {
+			run, inRun = run+1, 0
+		}
+		if run == len(runs) || inRun+rec.NumRows() > runs[run].rows {
+			rec.Release()
+			data.release()
+			return nil, fmt.Errorf("data file %s: read more rows than its row groups hold", fd.file.FilePath())
 		}
 		data.batches = append(data.batches, rec)
-		data.offsets = append(data.offsets, data.rows)
+		data.first = append(data.first, int(runs[run].pos+inRun))
+		inRun += rec.NumRows()
 		data.rows += int(rec.NumRows())
 	}
-	if int64(data.rows) != fd.file.Count() {
+	want := int64(0)
+	for _, r := range runs {
+		want += r.rows
+	}
+	if int64(data.rows) != want {
 		data.release()
-		return nil, fmt.Errorf("data file %s has %d rows but its manifest entry says %d", fd.file.FilePath(),
-			data.rows, fd.file.Count())
+		return nil, fmt.Errorf("data file %s: read %d rows where its manifest entry and footer say %d",
+			fd.file.FilePath(), data.rows, want)
 	}
 	return data, nil
 }
 
-func (d *diffReader) keyCol(id int) (int, error) {
-	c, ok := d.colByID[id]
-	if !ok {
+// keyColumn resolves an equality field id to its column in decoded rows.
+func (d *diffReader) keyColumn(rec arrow.RecordBatch) func(id int) (int, error) {
+	return func(id int) (int, error) {
+		name, ok := d.end.FindColumnName(id)
+		if idx := rec.Schema().FieldIndices(name); ok && len(idx) == 1 {
+			return idx[0], nil
+		}
 		return 0, fmt.Errorf("%w: field %d is not a top-level column of the window's end schema", ErrUnsupported, id)
 	}
-	return c, nil
 }
 
 // collect computes the changes of a snapshot from its file diffs.
 func (d *diffReader) collect(ctx context.Context, sp SnapshotPlan) (*changeSet, error) {
 	cs := &changeSet{}
+	scan := d.full
+	if d.narrow != nil && !sp.rewrites {
+		scan = d.narrow // carry-over compares whole rows; nothing else does
+	}
 	for _, fd := range sp.diffs {
-		if err := d.collectFile(ctx, sp.ID, fd, cs); err != nil {
+		if err := d.collectFile(ctx, sp.ID, fd, cs, scan); err != nil {
 			cs.release()
 			if isNotExist(err) && !errors.Is(err, ErrResyncRequired) {
 				err = readError(d.name, sp.ID, "a delete file", err)
@@ -121,27 +181,51 @@ func (d *diffReader) collect(ctx context.Context, sp SnapshotPlan) (*changeSet, 
 	return cs, nil
 }
 
-func (d *diffReader) collectFile(ctx context.Context, snapshot int64, fd fileDiff, cs *changeSet) error {
-	data, err := d.read(ctx, snapshot, fd)
+func (d *diffReader) collectFile(ctx context.Context, snapshot int64, fd fileDiff, cs *changeSet, scan *table.Scan) error {
+	var rgs []int
+	var ft *footer
+	if fd.before != nil && fd.after != nil {
+		// A file that stays: only rows whose deletes differ change. Read
+		// just the row groups that may hold them.
+		var err error
+		if ft, err = d.footer(fd.file); err != nil {
+			return readError(d.name, snapshot, "data file "+fd.file.FilePath(), err)
+		}
+		if rgs, err = d.candidates(ctx, fd, ft); err != nil {
+			return err
+		}
+		if len(rgs) == 0 {
+			return nil
+		}
+		if len(rgs) == len(ft.rows) {
+			rgs = nil
+		}
+	}
+	data, err := d.read(ctx, snapshot, fd, rgs, ft, scan)
 	if err != nil {
 		return err
 	}
 	defer data.release()
+	if len(data.batches) == 0 {
+		return nil
+	}
+	rows := int(fd.file.Count())
+	keyCol := d.keyColumn(data.batches[0])
 	var delBefore, delAfter []bool
 	if fd.before != nil {
-		if delBefore, err = d.deletes.deleted(ctx, fd.before, data, d.keyCol); err != nil {
+		if delBefore, err = d.deletes.deleted(ctx, fd.before, data, rows, keyCol); err != nil {
 			return err
 		}
 	}
 	if fd.after != nil {
-		if delAfter, err = d.deletes.deleted(ctx, fd.after, data, d.keyCol); err != nil {
+		if delAfter, err = d.deletes.deleted(ctx, fd.after, data, rows, keyCol); err != nil {
 			return err
 		}
 	}
 	liveBefore := func(p int) bool { return fd.before != nil && !delBefore[p] }
 	liveAfter := func(p int) bool { return fd.after != nil && !delAfter[p] }
 	for b, rec := range data.batches {
-		off := data.offsets[b]
+		off := data.first[b]
 		dels, err := d.selectRows(ctx, rec, func(r int) bool { return liveBefore(off+r) && !liveAfter(off+r) })
 		if err != nil {
 			return err
@@ -158,6 +242,88 @@ func (d *diffReader) collectFile(ctx context.Context, snapshot int64, fd fileDif
 		}
 	}
 	return nil
+}
+
+// candidates returns the row groups of a file that stays in which a row
+// may change live status: those holding a position that one side's
+// position deletes or deletion vector delete and the other's not, and
+// those whose statistics may hold a key of an equality delete file that
+// applies on one side only.
+func (d *diffReader) candidates(ctx context.Context, fd fileDiff, ft *footer) ([]int, error) {
+	rows := int(fd.file.Count())
+	before, err := d.deletes.positionMask(fd.before, fd.file.FilePath(), rows, ctx)
+	if err != nil {
+		return nil, err
+	}
+	after, err := d.deletes.positionMask(fd.after, fd.file.FilePath(), rows, ctx)
+	if err != nil {
+		return nil, err
+	}
+	cand := make([]bool, len(ft.rows))
+	for p := range rows {
+		if before[p] != after[p] {
+			cand[ft.rowGroupOf(int64(p))] = true
+		}
+	}
+	eqBefore := map[string]bool{}
+	for _, df := range fd.before.EqualityDeleteFiles {
+		eqBefore[df.FilePath()] = true
+	}
+	eqAfter := map[string]bool{}
+	for _, df := range fd.after.EqualityDeleteFiles {
+		eqAfter[df.FilePath()] = true
+	}
+	check := func(df iceberg.DataFile) error {
+		values, err := d.deletes.equalityValues(ctx, df)
+		if err != nil {
+			return err
+		}
+		fields := make([]iceberg.NestedField, len(df.EqualityFieldIDs()))
+		for i, id := range df.EqualityFieldIDs() {
+			f, ok := d.end.FindFieldByID(id)
+			if !ok {
+				return fmt.Errorf("%w: equality delete file %s deletes by field %d, which the window's end "+
+					"schema lacks", ErrUnsupported, df.FilePath(), id)
+			}
+			fields[i] = f
+		}
+		for i, f := range fields {
+			if !fileMayContain(fd.file, f, values[i]) {
+				return nil // no key of this file can be in the data file
+			}
+		}
+	groups:
+		for rg := range ft.rows {
+			for i, f := range fields {
+				if !ft.mayContain(rg, f, values[i]) {
+					continue groups
+				}
+			}
+			cand[rg] = true
+		}
+		return nil
+	}
+	for _, df := range fd.after.EqualityDeleteFiles {
+		if !eqBefore[df.FilePath()] {
+			if err := check(df); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, df := range fd.before.EqualityDeleteFiles {
+		if !eqAfter[df.FilePath()] {
+			if err := check(df); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []int
+	for rg, c := range cand {
+		if c {
+			out = append(out, rg)
+		}
+	}
+	return out, nil
 }
 
 // selectRows returns the rows of rec for which keep is true, or nil when
@@ -336,7 +502,7 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 			return nil, err
 		}
 	}
-	rows, err := orderChanges(cs, dels, ins, p.identityCols, fold)
+	rows, err := orderChanges(cs, dels, ins, identityColumns(cs, p.Identity), fold)
 	if err != nil {
 		return nil, err
 	}
@@ -450,6 +616,26 @@ func globalIndex(batches []arrow.RecordBatch, list []rowRef) []int {
 	out := make([]int, len(list))
 	for i, ref := range list {
 		out[i] = offsets[ref.b] + int(ref.r)
+	}
+	return out
+}
+
+// identityColumns finds the identity columns in the changed rows.
+func identityColumns(cs *changeSet, identity []string) []int {
+	var rec arrow.RecordBatch
+	switch {
+	case len(cs.dels) > 0:
+		rec = cs.dels[0]
+	case len(cs.ins) > 0:
+		rec = cs.ins[0]
+	default:
+		return nil
+	}
+	var out []int
+	for _, n := range identity {
+		if idx := rec.Schema().FieldIndices(n); len(idx) == 1 {
+			out = append(out, idx[0])
+		}
 	}
 	return out
 }

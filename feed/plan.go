@@ -83,9 +83,7 @@ type Plan struct {
 	schema     *arrow.Schema   // the output schema
 	scanFields []string        // the columns the scan decodes
 	filter     *Filter
-	// identityCols are the identity columns' positions in the end schema.
-	identityCols []int
-	foldUpdates  bool
+	foldUpdates bool
 	// wide is the schema the window's changes are computed in: the output
 	// schema, plus (for net changes) identity columns not projected, listed
 	// in wideColumns.
@@ -226,6 +224,47 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 	return p, w, nil
 }
 
+// diffColumns are the columns the snapshots that delete rows read (when no
+// whole-row comparison is needed): the images' columns, the identity and
+// filter columns, and the equality fields of every equality delete file
+// that applies in the window.
+func (p *Plan) diffColumns() []string {
+	cols := slices.Clone(p.wideColumns)
+	if cols == nil {
+		cols = slices.Clone(p.Columns)
+	}
+	add := func(c string) {
+		if !slices.Contains(cols, c) {
+			cols = append(cols, c)
+		}
+	}
+	for _, c := range p.Identity {
+		add(c)
+	}
+	if p.filter != nil {
+		for _, c := range p.filter.Columns {
+			add(strings.SplitN(c, ".", 2)[0])
+		}
+	}
+	for _, sp := range p.Snapshots {
+		for _, fd := range sp.diffs {
+			for _, t := range []*table.FileScanTask{fd.before, fd.after} {
+				if t == nil {
+					continue
+				}
+				for _, df := range t.EqualityDeleteFiles {
+					for _, id := range df.EqualityFieldIDs() {
+						if name, ok := p.end.FindColumnName(id); ok {
+							add(strings.SplitN(name, ".", 2)[0])
+						}
+					}
+				}
+			}
+		}
+	}
+	return cols
+}
+
 // resolveColumns checks the projection, identity and filter against the
 // end schema and sets the plan's columns, identity, filter and scan fields.
 func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
@@ -264,7 +303,6 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 		if err := check("identity", c); err != nil {
 			return err
 		}
-		p.identityCols = append(p.identityCols, slices.Index(available, c))
 	}
 	p.foldUpdates = req.FoldUpdates
 	p.NetChanges = req.NetChanges

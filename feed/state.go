@@ -1,0 +1,180 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/iceberg-go/table"
+)
+
+// StatePlan is a pinned read of a table's full state at one snapshot: its
+// live rows (after every delete), streamed as insert changes of that
+// snapshot. Follow streams start with it in their "-full" start modes. It
+// is safe to read concurrently, and every read yields the same rows.
+type StatePlan struct {
+	Table string `json:"table"`
+	// Snapshot is the snapshot whose state is read.
+	Snapshot Snapshot `json:"snapshot"`
+	// Columns are the data columns of the images, in order.
+	Columns []string `json:"columns"`
+	// Identity are the columns that identify a row (may be empty).
+	Identity []string `json:"identity"`
+	// Filter is the row filter, as written ("" for none).
+	Filter string `json:"filter,omitempty"`
+
+	FilesRead   int64 `json:"files_read"`
+	BytesRead   int64 `json:"bytes_read"`
+	RecordsRead int64 `json:"records_read"`
+
+	p     *Plan
+	tasks []table.FileScanTask
+}
+
+// Schema returns the output schema of the state's batches: the same
+// renderable change row as a window's (op, before, after, snapshot, ts).
+func (sp *StatePlan) Schema() *arrow.Schema { return sp.p.schema }
+
+// PlanState plans a read of the full state of the table at the snapshot
+// req.ToSnapshot (nil: the current snapshot), projected and filtered as
+// req says. The window fields FromSnapshot, FromTimestampMs and
+// ToTimestampMs must be unset, and NetChanges false (a state is already
+// net). A table without snapshots has no state to read: ErrSnapshotNotFound.
+// It reads manifests but no data files; history before the snapshot may
+// have expired.
+func (e *Engine) PlanState(ctx context.Context, req Request) (*StatePlan, error) {
+	if req.FromSnapshot != nil || req.FromTimestampMs != nil || req.ToTimestampMs != nil || req.NetChanges {
+		return nil, fmt.Errorf("%w: a state read names one snapshot (to_snapshot) and no window or net changes",
+			ErrInvalidRequest)
+	}
+	if req.ToSnapshot == nil {
+		st, err := e.Status(ctx, req.Table)
+		if err != nil {
+			return nil, err
+		}
+		if st.Snapshot == nil {
+			return nil, fmt.Errorf("%w: table %s has no snapshot, so it has no state to read",
+				ErrSnapshotNotFound, req.Table)
+		}
+		req.ToSnapshot = st.Snapshot
+	}
+	if *req.ToSnapshot == NoSnapshot {
+		return nil, fmt.Errorf("%w: the empty state of table %s has no rows to read", ErrSnapshotNotFound, req.Table)
+	}
+	// The empty window (S, S] resolves the snapshot, its schema, the columns
+	// and the filter exactly as a window ending at S does.
+	req.FromSnapshot = req.ToSnapshot
+	p, w, err := e.resolve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	sp := &StatePlan{Table: req.Table, Snapshot: *w.to, Columns: p.Columns, Identity: p.Identity,
+		Filter: p.Filter, p: p}
+	scan := e.stateScan(p)
+	defer scan.Close()
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return nil, readError(req.Table, sp.Snapshot.ID, "manifests", err)
+	}
+	sp.tasks = tasks
+	for _, t := range tasks {
+		sp.FilesRead++
+		sp.BytesRead += t.Length
+		sp.RecordsRead += t.File.Count()
+	}
+	return sp, nil
+}
+
+func (e *Engine) stateScan(p *Plan) *table.Scan {
+	return p.tbl.Scan(
+		table.WithSnapshotID(*p.To),
+		table.WithSelectedFields(p.scanFields...),
+		table.WithCaseSensitive(true),
+		table.WithMaxConcurrency(e.opts.ReadConcurrency),
+		table.WithArrowBatchSize(e.opts.MaxBatchRows),
+	)
+}
+
+// ReadState streams the live rows of the state plan's snapshot as insert
+// changes of that snapshot; the last batch (a 0-row batch for an empty
+// state) has SnapshotComplete true. As with Read, batches are produced on
+// demand, the consumer owns each yielded batch's Record and must release
+// it, and an error ends the sequence (the rows before it are then not the
+// whole state).
+func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, error] {
+	return func(yield func(Batch, error) bool) {
+		p := sp.p
+		ctx := compute.WithAllocator(ctx, e.opts.Allocator)
+		asm := newAssembler(e.opts.Allocator, p.schema, e.opts.MaxBatchRows, e.opts.MaxBatchBytes)
+		defer asm.release()
+		var rf *rowFilter
+		if p.filter != nil {
+			var err error
+			if rf, err = compileFilter(p.filter, p.end); err != nil {
+				yield(Batch{}, err)
+				return
+			}
+		}
+		// Hold back one batch, so that the last can be marked complete.
+		var pending arrow.RecordBatch
+		defer func() {
+			if pending != nil {
+				pending.Release()
+			}
+		}()
+		flush := func(complete bool) bool {
+			b := Batch{Record: pending, Snapshot: sp.Snapshot, SnapshotComplete: complete}
+			pending = nil
+			return yield(b, nil)
+		}
+		fail := func(err error) {
+			yield(Batch{}, err)
+		}
+		if len(sp.tasks) > 0 {
+			scan := e.stateScan(p)
+			defer scan.Close()
+			_, records, err := scan.ReadTasks(ctx, sp.tasks)
+			if err != nil {
+				fail(readError(sp.Table, sp.Snapshot.ID, "a data file", err))
+				return
+			}
+			for rec, err := range records {
+				if err != nil {
+					fail(readError(sp.Table, sp.Snapshot.ID, "a data file", err))
+					return
+				}
+				if rf != nil {
+					if rec, err = keepMatching(ctx, e.opts.Allocator, rf, rec); err != nil {
+						fail(err)
+						return
+					}
+				}
+				out, err := asm.inserts(rec, sp.Snapshot)
+				rec.Release()
+				if err != nil {
+					fail(err)
+					return
+				}
+				for i, r := range out {
+					if pending != nil && !flush(false) {
+						for _, rest := range out[i:] {
+							rest.Release()
+						}
+						return
+					}
+					pending = r
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				fail(err)
+				return
+			}
+		}
+		if pending == nil {
+			pending = asm.empty()
+		}
+		flush(true)
+	}
+}
