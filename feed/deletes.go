@@ -233,9 +233,9 @@ func (x *deleteIndex) equalityValues(ctx context.Context, df iceberg.DataFile) (
 }
 
 // boundValue returns value i of arr in the domain decodeBound compares:
-// int64 for integers, dates and times, float64 for floats; nil for null;
-// a value of another type is returned as a string, which compares with
-// nothing (statistics then never exclude it).
+// int64 for integers, dates and times, float64 for floats, string for
+// strings; nil for null; incomparable for another type (statistics then
+// never exclude it).
 func boundValue(arr arrow.Array, i int) any {
 	if arr.IsNull(i) {
 		return nil
@@ -264,10 +264,17 @@ func boundValue(arr arrow.Array, i int) any {
 			return int64(1)
 		}
 		return int64(0)
+	case *array.String:
+		return a.Value(i)
+	case *array.LargeString:
+		return a.Value(i)
 	default:
-		return arr.ValueStr(i)
+		return incomparable{}
 	}
 }
+
+// incomparable is a value statistics cannot rule out.
+type incomparable struct{}
 
 // readParquet streams the record batches of a delete file.
 func (x *deleteIndex) readParquet(ctx context.Context, df iceberg.DataFile, fn func(arrow.RecordBatch) error) error {

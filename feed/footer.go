@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -123,22 +124,32 @@ type rowGroupRun struct {
 	pos, rows     int64 // the first row's position and the number of rows
 }
 
-// mayContain reports whether row group rg may hold a row whose value of
-// field equals one of values (false only when its statistics rule it out).
-func (ft *footer) mayContain(rg int, field iceberg.NestedField, values []any) bool {
-	col, ok := ft.colByID[field.ID]
+// stats returns the statistics of a top-level field's column in row group
+// rg, or nil.
+func (ft *footer) stats(rg int, fieldID int) metadata.TypedStatistics {
+	col, ok := ft.colByID[fieldID]
 	if !ok {
-		return true
+		return nil
 	}
 	cc, err := ft.meta.RowGroup(rg).ColumnChunk(col)
 	if err != nil {
-		return true
+		return nil
 	}
 	if set, err := cc.StatsSet(); err != nil || !set {
-		return true
+		return nil
 	}
 	st, err := cc.Statistics()
-	if err != nil || st == nil || !st.HasMinMax() {
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// mayContain reports whether row group rg may hold a row whose value of
+// field equals one of values (false only when its statistics rule it out).
+func (ft *footer) mayContain(rg int, field iceberg.NestedField, values []any) bool {
+	st := ft.stats(rg, field.ID)
+	if st == nil || !st.HasMinMax() {
 		return true
 	}
 	lo, okLo := decodeBound(field.Type, st.EncodeMin())
@@ -202,10 +213,9 @@ func decodeBound(t iceberg.Type, b []byte) (any, bool) {
 			return f, !math.IsNaN(f)
 		}
 	case iceberg.StringType:
-		// Bounds may be truncated prefixes: a truncated upper bound is not
-		// an upper bound of the values, so only lower bounds are sound.
-		// Callers compare both; treat strings as unknown to stay safe.
-		return nil, false
+		// Truncated bounds stay bounds: writers shorten a lower bound to a
+		// prefix and round a truncated upper bound up (Iceberg spec).
+		return string(b), true
 	case iceberg.BooleanType:
 		if len(b) == 1 {
 			return int64(b[0]), true
@@ -240,6 +250,12 @@ func compareAny(a, b any) (int, bool) {
 			return 1, true
 		}
 		return 0, true
+	case string:
+		y, ok := b.(string)
+		if !ok {
+			return 0, false
+		}
+		return strings.Compare(x, y), true
 	}
 	return 0, false
 }

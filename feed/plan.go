@@ -75,14 +75,18 @@ type Plan struct {
 
 	FilesRead    int64 `json:"files_read"`
 	FilesSkipped int64 `json:"files_skipped"`
-	BytesRead    int64 `json:"bytes_read"`
-	RecordsRead  int64 `json:"records_read"`
+	// RowGroupsRead and RowGroupsSkipped count the row groups of appended
+	// files that a filter's pushdown kept and skipped.
+	RowGroupsRead    int64 `json:"row_groups_read,omitempty"`
+	RowGroupsSkipped int64 `json:"row_groups_skipped,omitempty"`
+	BytesRead        int64 `json:"bytes_read"`
+	RecordsRead      int64 `json:"records_read"`
 
-	tbl        *table.Table
-	end        *iceberg.Schema // the schema of the window's end
-	schema     *arrow.Schema   // the output schema
-	scanFields []string        // the columns the scan decodes
-	filter     *Filter
+	tbl         *table.Table
+	end         *iceberg.Schema // the schema of the window's end
+	schema      *arrow.Schema   // the output schema
+	scanFields  []string        // the columns the scan decodes
+	filter      *Filter
 	foldUpdates bool
 	// wide is the schema the window's changes are computed in: the output
 	// schema, plus (for net changes) identity columns not projected, listed
@@ -97,10 +101,12 @@ type SnapshotPlan struct {
 	// Strategy names how the changes are computed (StrategyAppend, ...).
 	Strategy string `json:"strategy"`
 	// Files are the files read.
-	Files        []FilePlan `json:"files"`
-	FilesSkipped int64      `json:"files_skipped"`
-	BytesRead    int64      `json:"bytes_read"`
-	RecordsRead  int64      `json:"records_read"`
+	Files            []FilePlan `json:"files"`
+	FilesSkipped     int64      `json:"files_skipped"`
+	RowGroupsRead    int64      `json:"row_groups_read,omitempty"`
+	RowGroupsSkipped int64      `json:"row_groups_skipped,omitempty"`
+	BytesRead        int64      `json:"bytes_read"`
+	RecordsRead      int64      `json:"records_read"`
 
 	// tasks are the added data files of an append snapshot.
 	tasks []table.FileScanTask
@@ -135,7 +141,14 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 	if len(w.snapshots) == 0 {
 		return p, nil
 	}
-	planner, err := newSnapshotPlanner(ctx, p.tbl, req.Table)
+	var prune *pruner
+	if p.filter != nil && !p.NetChanges {
+		// Net changes are filtered after netting, so every change is read.
+		if prune, err = newPruner(p.filter, p.end); err != nil {
+			return nil, err
+		}
+	}
+	planner, err := newSnapshotPlanner(ctx, p.tbl, req.Table, prune)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +160,8 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 		p.Snapshots = append(p.Snapshots, sp)
 		p.FilesRead += int64(len(sp.Files))
 		p.FilesSkipped += sp.FilesSkipped
+		p.RowGroupsRead += sp.RowGroupsRead
+		p.RowGroupsSkipped += sp.RowGroupsSkipped
 		p.BytesRead += sp.BytesRead
 		p.RecordsRead += sp.RecordsRead
 	}

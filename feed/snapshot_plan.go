@@ -39,15 +39,18 @@ type snapshotPlanner struct {
 	fs    iceio.IO
 	name  string
 	plans map[int64]map[string]*table.FileScanTask
+	// prune skips appended files and row groups the filter rules out by
+	// their statistics (nil: no filter to push down).
+	prune *pruner
 }
 
-func newSnapshotPlanner(ctx context.Context, tbl *table.Table, name string) (*snapshotPlanner, error) {
+func newSnapshotPlanner(ctx context.Context, tbl *table.Table, name string, prune *pruner) (*snapshotPlanner, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open storage of table %s: %w", name, err)
 	}
 	return &snapshotPlanner{tbl: tbl, meta: tbl.Metadata(), fs: fsys, name: name,
-		plans: map[int64]map[string]*table.FileScanTask{}}, nil
+		plans: map[int64]map[string]*table.FileScanTask{}, prune: prune}, nil
 }
 
 // plan decides how a snapshot's changes are computed and which files that
@@ -74,9 +77,9 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 		// Only new data files: every row is an insert, streamed as it is read.
 		out.Strategy = StrategyAppend
 		for _, df := range own.addedData {
-			out.tasks = append(out.tasks, table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes(),
-				FirstRowID: df.FirstRowID(), DataSequenceNumber: own.addedSeq[df.FilePath()]})
-			out.addFile(df, RoleAdded)
+			if err := sp.planAppended(&out, df, own.addedSeq[df.FilePath()]); err != nil {
+				return out, err
+			}
 		}
 		return out, ctx.Err()
 	}
@@ -138,6 +141,49 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 	out.rewrites = len(own.removedData) > 0 && len(own.addedData) > 0
 	out.Strategy = strategyOf(own)
 	return out, ctx.Err()
+}
+
+// planAppended plans the read of an appended data file: the row groups the
+// filter's pushdown cannot rule out (the whole file without a filter).
+func (sp *snapshotPlanner) planAppended(out *SnapshotPlan, df iceberg.DataFile, seq *int64) error {
+	task := table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes(), FirstRowID: df.FirstRowID(),
+		DataSequenceNumber: seq}
+	if sp.prune == nil || df.FileFormat() != iceberg.ParquetFile {
+		out.tasks = append(out.tasks, task)
+		out.addFile(df, RoleAdded)
+		return nil
+	}
+	if !sp.prune.mayMatch(fileStats{df}) {
+		out.FilesSkipped++
+		return nil
+	}
+	ft, err := readFooter(sp.fs, df)
+	if err != nil {
+		return readError(sp.name, out.ID, "data file "+df.FilePath(), err)
+	}
+	var keep []int
+	for rg := range ft.rows {
+		if sp.prune.mayMatch(rowGroupStats{ft: ft, rg: rg}) {
+			keep = append(keep, rg)
+		}
+	}
+	out.RowGroupsSkipped += int64(len(ft.rows) - len(keep))
+	out.RowGroupsRead += int64(len(keep))
+	if len(keep) == 0 {
+		out.FilesSkipped++
+		return nil
+	}
+	out.addFile(df, RoleAdded)
+	if len(keep) == len(ft.rows) {
+		out.tasks = append(out.tasks, task)
+		return nil
+	}
+	for _, r := range ft.runs(keep) {
+		t := task
+		t.Start, t.Length = r.start, r.length
+		out.tasks = append(out.tasks, t)
+	}
+	return nil
 }
 
 func (out *SnapshotPlan) addFile(df iceberg.DataFile, role string) {
