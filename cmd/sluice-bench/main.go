@@ -1,0 +1,42 @@
+// Command sluice-bench runs the benchmarks of docs/BENCHMARKS.md: it builds
+// the workloads, measures every arm in one run and writes the report.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/sluicefeed/sluice/internal/bench"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	cfg := bench.Config{Log: os.Stderr}
+	out := flag.String("out", "docs/BENCHMARKS.md", "report file")
+	flag.StringVar(&cfg.Work, "work", ".tmp/bench", "working directory")
+	flag.StringVar(&cfg.Flightd, "flightd", ".tmp/bin/flightd", "the flightd binary")
+	flag.StringVar(&cfg.Python, "python", ".tmp/venv/bin/python", "a Python with pyarrow and pyiceberg (empty: skip)")
+	flag.IntVar(&cfg.Runs, "runs", 5, "measurements per arm")
+	flag.IntVar(&cfg.Rows, "rows", 1_000_000, "rows of the reference window")
+	flag.IntVar(&cfg.BigRows, "big-rows", 10_000_000, "rows of the incremental workload (0: skip)")
+	flag.Parse()
+	if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
+		return err
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	md := rep.Markdown("make bench ("+strings.Join(os.Args, " ")+")", cfg)
+	fmt.Print(md)
+	return os.WriteFile(*out, []byte(md), 0o644)
+}

@@ -1,0 +1,376 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	sluice "github.com/sluicefeed/sluice/clients/go"
+	"github.com/sluicefeed/sluice/internal/tablewrite"
+)
+
+// Config configures a benchmark run.
+type Config struct {
+	Work    string // working directory: warehouse, ready files
+	Flightd string // the flightd binary
+	Python  string // a Python with pyarrow and pyiceberg
+	Runs    int    // measurements per arm
+	Rows    int    // rows of the reference window
+	BigRows int    // rows of the incremental workload (0: skip it)
+	Log     io.Writer
+}
+
+// Arm is one measured way of reading.
+type Arm struct {
+	Name    string
+	Rows    int64
+	Seconds []float64
+	Note    string
+	Ref     string // the arm it is compared with
+	Target  float64
+	// Value, when set, replaces the rate (for memory arms: MiB).
+	Value string
+}
+
+func (a Arm) median() float64 {
+	s := slices.Clone(a.Seconds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+// Rate is rows per second at the median time.
+func (a Arm) Rate() float64 {
+	m := a.median()
+	if m == 0 {
+		return 0
+	}
+	return float64(a.Rows) / m
+}
+
+// Report is the result of a run.
+type Report struct {
+	Arms    []Arm
+	Started time.Time
+	Refs    map[string]string
+}
+
+func (c Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+// Run builds the workloads and measures every arm.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	rep := &Report{Started: time.Now(), Refs: map[string]string{}}
+	wh := filepath.Join(cfg.Work, "warehouse")
+	if err := os.RemoveAll(wh); err != nil {
+		return nil, err
+	}
+	cat, err := tablewrite.OpenWarehouse(ctx, wh)
+	if err != nil {
+		return nil, err
+	}
+	defer cat.Close()
+	cfg.logf("writing the reference workload (%d rows)", cfg.Rows)
+	ref, err := WriteReference(ctx, cat, "bench.ref", cfg.Rows)
+	if err != nil {
+		return nil, err
+	}
+	var big *Big
+	if cfg.BigRows > 0 {
+		cfg.logf("writing the incremental workload (%d rows)", cfg.BigRows)
+		if big, err = WriteBig(ctx, cat, "bench.big", cfg.BigRows, 250_000); err != nil {
+			return nil, err
+		}
+	}
+
+	srv, err := startFlightd(ctx, cfg, wh)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	client, err := sluice.Dial(ctx, "grpc://"+srv.addr)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+
+	measure := func(arm Arm, fn func() (int64, error)) (Arm, error) {
+		cfg.logf("measuring %s", arm.Name)
+		for range cfg.Runs {
+			start := time.Now()
+			n, err := fn()
+			if err != nil {
+				return arm, fmt.Errorf("%s: %w", arm.Name, err)
+			}
+			arm.Seconds = append(arm.Seconds, time.Since(start).Seconds())
+			arm.Rows = n
+		}
+		return arm, nil
+	}
+	add := func(arm Arm, fn func() (int64, error)) error {
+		a, err := measure(arm, fn)
+		if err != nil {
+			return err
+		}
+		rep.Arms = append(rep.Arms, a)
+		return nil
+	}
+	two := []string{"id", "amount"}
+	feed := func(req sluice.ChangeRequest) func() (int64, error) {
+		return func() (int64, error) { return readGo(ctx, client, req) }
+	}
+
+	// The limits, in this process.
+	if err := add(Arm{Name: "raw pqarrow decode, 11 columns"}, func() (int64, error) {
+		return RawDecode(ctx, ref.DataFiles, nil, 2)
+	}); err != nil {
+		return nil, err
+	}
+	if err := add(Arm{Name: "raw pqarrow decode, 2 columns"}, func() (int64, error) {
+		return RawDecode(ctx, ref.DataFiles, two, 2)
+	}); err != nil {
+		return nil, err
+	}
+	loop, err := newLoopback(ctx, ref.DataFiles)
+	if err != nil {
+		return nil, err
+	}
+	defer loop.close()
+	if err := add(Arm{Name: "Flight loopback of pre-decoded batches, 11 columns"}, loop.read); err != nil {
+		return nil, err
+	}
+
+	// The reference window through flightd.
+	arms := []struct {
+		arm Arm
+		req sluice.ChangeRequest
+	}{
+		{Arm{Name: "feed, 11 columns (Go client)", Ref: "raw pqarrow decode, 11 columns", Target: 0.75},
+			sluice.ChangeRequest{Table: ref.Table}},
+		{Arm{Name: "feed, 2 columns (Go client)", Ref: "raw pqarrow decode, 2 columns", Target: 0.5},
+			sluice.ChangeRequest{Table: ref.Table, Columns: two}},
+		{Arm{Name: "feed, 2 columns + country = 'SE' (Go client)"},
+			sluice.ChangeRequest{Table: ref.Table, Columns: two, Filter: "country = 'SE'"}},
+		{Arm{Name: "feed, 11 columns, fold_updates (Go client)"},
+			sluice.ChangeRequest{Table: ref.Table, FoldUpdates: true}},
+	}
+	for _, a := range arms {
+		if err := add(a.arm, feed(a.req)); err != nil {
+			return nil, err
+		}
+	}
+	plan, err := client.Explain(ctx, sluice.ChangeRequest{Table: ref.Table, Columns: two, Filter: "country = 'SE'"})
+	if err != nil {
+		return nil, err
+	}
+	rep.Refs["filter plan"] = fmt.Sprintf("files read %d, skipped %d", plan.FilesRead, plan.FilesSkipped)
+	rep.Refs["delete snapshot"] = fmt.Sprint(ref.Deletes)
+
+	// pyarrow, and the peer a Python user would pick.
+	lastAppend := ref.Appends[len(ref.Appends)-1]
+	if cfg.Python != "" {
+		py := func(name, mode string, extra map[string]any) error {
+			res, err := runPython(ctx, cfg, mode, "grpc://"+srv.addr, filepath.Join(wh, "catalog.db"), wh, extra)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			rep.Arms = append(rep.Arms, Arm{Name: name, Rows: res.Rows, Seconds: res.Seconds})
+			return nil
+		}
+		if err := py("feed, 11 columns (pyarrow client)", "sluice", map[string]any{"table": ref.Table}); err != nil {
+			return nil, err
+		}
+		window := map[string]any{"table": ref.Table, "to_snapshot": fmt.Sprint(lastAppend)}
+		if err := py("append window, sluice via pyarrow", "sluice", window); err != nil {
+			return nil, err
+		}
+		if err := py("append window, pyiceberg incremental_append_scan().to_arrow()", "pyiceberg",
+			map[string]any{"table": ref.Table, "to": lastAppend}); err != nil {
+			return nil, err
+		}
+		last := rep.Arms[len(rep.Arms)-1]
+		last.Ref, last.Target = "append window, sluice via pyarrow", 0
+		rep.Arms[len(rep.Arms)-1] = last
+	}
+
+	if big != nil {
+		base, end := big.Base, big.End
+		if err := add(Arm{Name: "1% window: feed (Go client)"}, feed(sluice.ChangeRequest{Table: big.Table,
+			FromSnapshot: &base, ToSnapshot: &end})); err != nil {
+			return nil, err
+		}
+		tbl, err := cat.LoadTable(ctx, big.Table)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(Arm{Name: "1% window: full re-read of both snapshots and diff"}, func() (int64, error) {
+			return FullDiff(ctx, tbl, base, end)
+		}); err != nil {
+			return nil, err
+		}
+	}
+
+	// Memory: a fresh flightd per window, its peak RSS after the read.
+	mem := func(name string, req sluice.ChangeRequest) error {
+		s, err := startFlightd(ctx, cfg, wh)
+		if err != nil {
+			return err
+		}
+		defer s.stop()
+		c, err := sluice.Dial(ctx, "grpc://"+s.addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		n, err := readGo(ctx, c, req)
+		if err != nil {
+			return err
+		}
+		peak, err := peakRSS(s.cmd.Process.Pid)
+		if err != nil {
+			return err
+		}
+		rep.Arms = append(rep.Arms, Arm{Name: name, Rows: n, Value: fmt.Sprintf("%.0f MiB", peak)})
+		return nil
+	}
+	if err := mem("flightd peak RSS, reference window", sluice.ChangeRequest{Table: ref.Table}); err != nil {
+		return nil, err
+	}
+	if big != nil {
+		base := big.Base
+		if err := mem("flightd peak RSS, 10M-row window", sluice.ChangeRequest{Table: big.Table, ToSnapshot: &base}); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// readGo reads a window with the Go client and returns its rows.
+func readGo(ctx context.Context, c *sluice.Client, req sluice.ChangeRequest) (int64, error) {
+	rdr, err := c.Changes(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	var n int64
+	for b, err := range rdr.All() {
+		if err != nil {
+			return 0, err
+		}
+		n += b.Record.NumRows()
+	}
+	return n, nil
+}
+
+type flightdProc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startFlightd(ctx context.Context, cfg Config, wh string) (*flightdProc, error) {
+	ready := filepath.Join(cfg.Work, fmt.Sprintf("ready-%d", time.Now().UnixNano()))
+	cmd := exec.CommandContext(ctx, cfg.Flightd, "--warehouse", wh, "--listen", "127.0.0.1:0", "--ready-file", ready,
+		"--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+			return &flightdProc{cmd: cmd, addr: strings.TrimSpace(string(b))}, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	return nil, fmt.Errorf("flightd did not serve within a minute")
+}
+
+func (f *flightdProc) stop() {
+	_ = f.cmd.Process.Signal(syscall.SIGTERM)
+	_ = f.cmd.Wait()
+}
+
+// peakRSS reads a process's peak resident set size (VmHWM), in MiB.
+func peakRSS(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			var kb float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")), "%f kB", &kb); err != nil {
+				return 0, err
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM for process %d", pid)
+}
+
+type pyResult struct {
+	Rows    int64     `json:"rows"`
+	Seconds []float64 `json:"seconds"`
+}
+
+// pyScript measures a read from Python: the Sluice client over pyarrow, or
+// pyiceberg's incremental append scan.
+const pyScript = `
+import json, sys, time
+args = json.loads(sys.argv[1])
+runs, out = args["runs"], {"seconds": []}
+if args["mode"] == "sluice":
+    import pyarrow.flight as flight
+    client = flight.connect(args["uri"])
+    ticket = flight.Ticket(json.dumps(args["request"]).encode())
+    for _ in range(runs):
+        t = time.perf_counter()
+        rows = client.do_get(ticket).read_all().num_rows
+        out["seconds"].append(time.perf_counter() - t)
+    out["rows"] = rows
+else:
+    from pyiceberg.catalog.sql import SqlCatalog
+    cat = SqlCatalog("sluice", uri="sqlite:///" + args["catalog"], warehouse="file://" + args["warehouse"])
+    tbl = cat.load_table(args["request"]["table"])
+    for _ in range(runs):
+        t = time.perf_counter()
+        rows = tbl.incremental_append_scan(to_snapshot_id_inclusive=args["request"]["to"]).to_arrow().num_rows
+        out["seconds"].append(time.perf_counter() - t)
+    out["rows"] = rows
+print(json.dumps(out))
+`
+
+func runPython(ctx context.Context, cfg Config, mode, uri, catalogFile, wh string, req map[string]any) (pyResult, error) {
+	args, err := json.Marshal(map[string]any{"mode": mode, "uri": uri, "catalog": catalogFile, "warehouse": wh,
+		"request": req, "runs": cfg.Runs})
+	if err != nil {
+		return pyResult{}, err
+	}
+	cmd := exec.CommandContext(ctx, cfg.Python, "-c", pyScript, string(args))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return pyResult{}, fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	var res pyResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return pyResult{}, fmt.Errorf("python printed %q: %w", out, err)
+	}
+	return res, nil
+}
