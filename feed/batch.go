@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -182,7 +183,7 @@ func (a *assembler) sliceImage(img arrow.Array, sp span) arrow.Array {
 			if a.nullImage != nil {
 				a.nullImage.Release()
 			}
-			a.nullImage = array.MakeArrayOfNull(a.mem, a.image, a.capacity(sp.n))
+			a.nullImage = nullStruct(a.mem, a.image, a.capacity(sp.n))
 		}
 		return array.NewSlice(a.nullImage, 0, int64(sp.n))
 	}
@@ -329,4 +330,62 @@ func (a *assembler) takeImages(ctx context.Context, images arrow.Array, rows []c
 		return nil, fmt.Errorf("assemble images: %w", err)
 	}
 	return out, nil
+}
+
+// nullStruct builds an all-null struct array of n rows whose children hold
+// zeros and no validity bitmap: under a null struct a child's values do
+// not matter, and children without bitmaps cost the IPC writer neither a
+// bitmap allocation nor its bytes on the wire.
+func nullStruct(mem memory.Allocator, st *arrow.StructType, n int) arrow.Array {
+	children := make([]arrow.ArrayData, st.NumFields())
+	for i, f := range st.Fields() {
+		children[i] = zeroData(mem, f.Type, n)
+	}
+	defer func() {
+		for _, c := range children {
+			c.Release()
+		}
+	}()
+	validity := memory.NewResizableBuffer(mem)
+	validity.Resize(int(bitutil.BytesForBits(int64(n))))
+	memory.Set(validity.Bytes(), 0)
+	defer validity.Release()
+	data := array.NewData(st, n, []*memory.Buffer{validity}, children, n, 0)
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// zeroData returns n zero values of type dt without a validity bitmap,
+// where the layout allows (nested and other types fall back to nulls).
+func zeroData(mem memory.Allocator, dt arrow.DataType, n int) arrow.ArrayData {
+	zeros := func(size int) *memory.Buffer {
+		b := memory.NewResizableBuffer(mem)
+		b.Resize(size)
+		memory.Set(b.Bytes(), 0)
+		return b
+	}
+	switch t := dt.(type) {
+	case *arrow.BooleanType:
+		values := zeros(int(bitutil.BytesForBits(int64(n))))
+		defer values.Release()
+		return array.NewData(dt, n, []*memory.Buffer{nil, values}, nil, 0, 0)
+	case arrow.FixedWidthDataType:
+		values := zeros((n*t.BitWidth() + 7) / 8)
+		defer values.Release()
+		return array.NewData(dt, n, []*memory.Buffer{nil, values}, nil, 0, 0)
+	case *arrow.StringType, *arrow.BinaryType:
+		offsets := zeros((n + 1) * 4)
+		defer offsets.Release()
+		return array.NewData(dt, n, []*memory.Buffer{nil, offsets, nil}, nil, 0, 0)
+	case *arrow.LargeStringType, *arrow.LargeBinaryType:
+		offsets := zeros((n + 1) * 8)
+		defer offsets.Release()
+		return array.NewData(dt, n, []*memory.Buffer{nil, offsets, nil}, nil, 0, 0)
+	default:
+		arr := array.MakeArrayOfNull(mem, dt, n)
+		defer arr.Release()
+		d := arr.Data()
+		d.Retain()
+		return d
+	}
 }

@@ -47,7 +47,7 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 				table.WithSelectedFields(p.scanFields...),
 				table.WithCaseSensitive(true),
 				table.WithMaxConcurrency(e.opts.ReadConcurrency),
-				table.WithArrowBatchSize(e.opts.MaxBatchRows),
+				table.WithArrowBatchSize(min(e.opts.MaxBatchRows, 16<<10)),
 			}
 			// No row filter here: iceberg-go v0.7.0's scan filter drops
 			// matching rows (seen with "small >= 60" on a nullable int column

@@ -27,6 +27,8 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultLogLevel        = "info"
 	DefaultLogFormat       = "text"
+	DefaultGCPercent       = 300
+	DefaultMemoryLimitMiB  = 192
 )
 
 // ErrConfig reports an invalid configuration.
@@ -61,6 +63,14 @@ type Config struct {
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// Engine tunes the change engine.
 	Engine EngineConfig `yaml:"engine"`
+	// GCPercent is the Go garbage collector's target (--gc-percent, like
+	// GOGC, which wins when set). Default 300: decoding Parquet allocates a
+	// lot of short-lived memory, and a lazier collector streams faster.
+	GCPercent int `yaml:"gc_percent"`
+	// MemoryLimitMiB is the Go runtime's soft memory limit in MiB
+	// (--memory-limit-mib, like GOMEMLIMIT, which wins when set): the
+	// collector works harder as the heap nears it. Default 192; 0: none.
+	MemoryLimitMiB int64 `yaml:"memory_limit_mib"`
 }
 
 // EngineConfig tunes the change engine; zero values take the engine's
@@ -85,6 +95,8 @@ func DefaultConfig() Config {
 		LogLevel:        DefaultLogLevel,
 		LogFormat:       DefaultLogFormat,
 		ShutdownTimeout: DefaultShutdownTimeout,
+		GCPercent:       DefaultGCPercent,
+		MemoryLimitMiB:  DefaultMemoryLimitMiB,
 	}
 }
 
@@ -105,6 +117,9 @@ func (c Config) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("%w: log format %q (want text or json)", ErrConfig, c.LogFormat)
+	}
+	if c.GCPercent < -1 || c.MemoryLimitMiB < 0 {
+		return fmt.Errorf("%w: gc percent must be -1 (off) or more, the memory limit 0 (none) or more", ErrConfig)
 	}
 	if c.ShutdownTimeout < 0 {
 		return fmt.Errorf("%w: negative shutdown timeout", ErrConfig)
@@ -153,6 +168,8 @@ func LoadConfig(args, environ []string, out io.Writer) (Config, error) {
 		fs.IntVar(&c.Engine.ReadConcurrency, "read-concurrency", c.Engine.ReadConcurrency, "data files decoded ahead of a client (0: default)")
 		fs.IntVar(&c.Engine.MaxBatchRows, "max-batch-rows", c.Engine.MaxBatchRows, "rows per batch at most (0: default)")
 		fs.Int64Var(&c.Engine.MaxBatchBytes, "max-batch-bytes", c.Engine.MaxBatchBytes, "target bytes per batch (0: default)")
+		fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "Go GC target percent (GOGC wins when set)")
+		fs.Int64Var(&c.MemoryLimitMiB, "memory-limit-mib", c.MemoryLimitMiB, "Go soft memory limit in MiB, 0: none (GOMEMLIMIT wins when set)")
 	}
 	probe := cfg
 	bind(&probe)
@@ -219,6 +236,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 	ints := map[string]*int{
 		"SLUICE_READ_CONCURRENCY": &cfg.Engine.ReadConcurrency,
 		"SLUICE_MAX_BATCH_ROWS":   &cfg.Engine.MaxBatchRows,
+		"SLUICE_GC_PERCENT":       &cfg.GCPercent,
 	}
 	for k, p := range ints {
 		if v, ok := env[k]; ok {
@@ -228,6 +246,13 @@ func applyEnv(env map[string]string, cfg *Config) error {
 			}
 			*p = n
 		}
+	}
+	if v, ok := env["SLUICE_MEMORY_LIMIT_MIB"]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: SLUICE_MEMORY_LIMIT_MIB=%q is not an integer", ErrConfig, v)
+		}
+		cfg.MemoryLimitMiB = n
 	}
 	if v, ok := env["SLUICE_MAX_BATCH_BYTES"]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"google.golang.org/grpc"
@@ -24,6 +25,7 @@ import (
 // stderr.
 func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	log := newLogger(cfg, os.Stderr)
+	tuneRuntime(cfg)
 
 	cat, err := catalog.Open(ctx, cfg.Catalog)
 	if err != nil {
@@ -86,6 +88,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		<-stopped
 	}
 	return nil
+}
+
+// tuneRuntime applies the collector settings, unless GOGC or GOMEMLIMIT
+// set them.
+func tuneRuntime(cfg Config) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(cfg.GCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" && cfg.MemoryLimitMiB > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimitMiB << 20)
+	}
 }
 
 // writeReadyFile writes the address atomically, so that a reader never sees
