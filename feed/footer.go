@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -227,35 +228,17 @@ func decodeBound(t iceberg.Type, b []byte) (any, bool) {
 func compareAny(a, b any) (int, bool) {
 	switch x := a.(type) {
 	case int64:
-		y, ok := b.(int64)
-		if !ok {
-			return 0, false
+		if y, ok := b.(int64); ok {
+			return cmp.Compare(x, y), true
 		}
-		switch {
-		case x < y:
-			return -1, true
-		case x > y:
-			return 1, true
-		}
-		return 0, true
 	case float64:
-		y, ok := b.(float64)
-		if !ok {
-			return 0, false
+		if y, ok := b.(float64); ok {
+			return cmp.Compare(x, y), true
 		}
-		switch {
-		case x < y:
-			return -1, true
-		case x > y:
-			return 1, true
-		}
-		return 0, true
 	case string:
-		y, ok := b.(string)
-		if !ok {
-			return 0, false
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y), true
 		}
-		return strings.Compare(x, y), true
 	}
 	return 0, false
 }
