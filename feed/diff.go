@@ -395,24 +395,43 @@ func cancelCarryOver(cs *changeSet, dels, ins []rowRef) ([]rowRef, []rowRef, err
 	for i := range cols {
 		cols[i] = i
 	}
-	byKey := map[string][]int{}
-	var key []byte
-	var err error
+	// Deleted rows chained by hash, compared column by column on a match:
+	// no key is built for any row.
+	rh := newRowHasher()
+	delHash := make([][]uint64, len(cs.dels))
+	for b, rec := range cs.dels {
+		delHash[b] = rh.hashes(rec, cols)
+	}
+	next := make([]int32, len(dels))
+	head := make(map[uint64]int32, len(dels))
 	for i, ref := range dels {
-		if key, err = keyOf(key[:0], cs.dels, ref, cols); err != nil {
-			return nil, nil, err
+		h := delHash[ref.b][ref.r]
+		prev, ok := head[h]
+		if !ok {
+			prev = -1
 		}
-		byKey[string(key)] = append(byKey[string(key)], i)
+		next[i], head[h] = prev, int32(i)
+	}
+	insHash := make([][]uint64, len(cs.ins))
+	for b, rec := range cs.ins {
+		insHash[b] = rh.hashes(rec, cols)
 	}
 	cancelled := make([]bool, len(dels))
 	var keptIns []rowRef
 	for _, ref := range ins {
-		if key, err = keyOf(key[:0], cs.ins, ref, cols); err != nil {
-			return nil, nil, err
+		match := int32(-1)
+		if c, ok := head[insHash[ref.b][ref.r]]; ok {
+			// The chain runs from the last deleted row to the first; cancel
+			// the first one still standing.
+			for ; c >= 0; c = next[c] {
+				d := dels[c]
+				if !cancelled[c] && rowsEqual(cs.dels[d.b], int(d.r), cs.ins[ref.b], int(ref.r), cols) {
+					match = c
+				}
+			}
 		}
-		if q := byKey[string(key)]; len(q) > 0 {
-			cancelled[q[0]] = true
-			byKey[string(key)] = q[1:]
+		if match >= 0 {
+			cancelled[match] = true
 			continue
 		}
 		keptIns = append(keptIns, ref)
@@ -506,26 +525,6 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 	if err != nil {
 		return nil, err
 	}
-	befores, err := d.images(asm, cs.dels)
-	if err != nil {
-		return nil, err
-	}
-	defer befores.Release()
-	afters, err := d.images(asm, cs.ins)
-	if err != nil {
-		return nil, err
-	}
-	defer afters.Release()
-	// Point the changes at rows of the concatenated images.
-	delAt, insAt := globalIndex(cs.dels, dels), globalIndex(cs.ins, ins)
-	for i := range rows {
-		if rows[i].before >= 0 {
-			rows[i].before = delAt[rows[i].before]
-		}
-		if rows[i].after >= 0 {
-			rows[i].after = insAt[rows[i].after]
-		}
-	}
 	if rf != nil {
 		before, err := evalBatches(rf, cs.dels)
 		if err != nil {
@@ -535,9 +534,29 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 		if err != nil {
 			return nil, err
 		}
-		rows = filterChanges(rows, before, after)
+		rows = filterChanges(rows, pick(before, globalIndex(cs.dels, dels)), pick(after, globalIndex(cs.ins, ins)))
 	}
+	// The images of the rows that remain, in the order of dels and ins.
+	befores, err := d.gather(ctx, asm, cs.dels, dels)
+	if err != nil {
+		return nil, err
+	}
+	defer befores.Release()
+	afters, err := d.gather(ctx, asm, cs.ins, ins)
+	if err != nil {
+		return nil, err
+	}
+	defer afters.Release()
 	return asm.changes(ctx, befores, afters, rows, sp.Snapshot)
+}
+
+// pick returns values[at[i]] for each i.
+func pick(values []truth, at []int) []truth {
+	out := make([]truth, len(at))
+	for i, g := range at {
+		out[i] = values[g]
+	}
+	return out
 }
 
 // filterChanges keeps the changes the filter selects: an insert whose
@@ -579,23 +598,51 @@ func evalBatches(rf *rowFilter, batches []arrow.RecordBatch) ([]truth, error) {
 	return out, nil
 }
 
-// images concatenates the projected images of full-width rows.
-func (d *diffReader) images(asm *assembler, batches []arrow.RecordBatch) (arrow.Array, error) {
-	if len(batches) == 0 {
+// gather builds the projected images of the referenced rows, in order
+// (refs are ordered by batch, then row).
+func (d *diffReader) gather(ctx context.Context, asm *assembler, batches []arrow.RecordBatch, list []rowRef) (arrow.Array, error) {
+	if len(list) == 0 {
 		return array.MakeArrayOfNull(d.mem, asm.image, 0), nil
 	}
-	parts := make([]arrow.Array, 0, len(batches))
+	var parts []arrow.Array
 	defer func() {
 		for _, a := range parts {
 			a.Release()
 		}
 	}()
-	for _, rec := range batches {
-		img, err := asm.imageOf(rec)
+	ctx = compute.WithAllocator(ctx, d.mem)
+	for i := 0; i < len(list); {
+		b := list[i].b
+		j := i
+		for j < len(list) && list[j].b == b {
+			j++
+		}
+		img, err := asm.imageOf(batches[b])
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, img)
+		if j-i == img.Len() {
+			parts = append(parts, img) // every row of the batch, in order
+		} else {
+			idx := array.NewInt32Builder(d.mem)
+			for _, ref := range list[i:j] {
+				idx.Append(ref.r)
+			}
+			indices := idx.NewArray()
+			idx.Release()
+			taken, err := compute.TakeArray(ctx, img, indices)
+			indices.Release()
+			img.Release()
+			if err != nil {
+				return nil, fmt.Errorf("gather images: %w", err)
+			}
+			parts = append(parts, taken)
+		}
+		i = j
+	}
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
 	}
 	out, err := array.Concatenate(parts, d.mem)
 	if err != nil {
