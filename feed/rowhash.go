@@ -22,59 +22,63 @@ func mix(h, v uint64) uint64 {
 }
 
 // hashes returns the hash of each row of rec over the given columns. Equal
-// rows (by rowsEqual) hash equally.
+// rows (by rowsEqual) hash equally: a null slot hashes as null, whatever
+// its buffer holds.
 func (rh rowHasher) hashes(rec arrow.RecordBatch, cols []int) []uint64 {
 	n := int(rec.NumRows())
 	out := make([]uint64, n)
 	for _, c := range cols {
 		arr := rec.Column(c)
+		var value func(i int) uint64
 		switch a := arr.(type) {
 		case *array.Int64:
-			for i, v := range a.Int64Values() {
-				out[i] = mix(out[i], uint64(v))
-			}
+			vs := a.Int64Values()
+			value = func(i int) uint64 { return uint64(vs[i]) }
 		case *array.Int32:
-			for i, v := range a.Int32Values() {
-				out[i] = mix(out[i], uint64(v))
-			}
+			vs := a.Int32Values()
+			value = func(i int) uint64 { return uint64(vs[i]) }
 		case *array.Timestamp:
-			for i, v := range a.TimestampValues() {
-				out[i] = mix(out[i], uint64(v))
-			}
+			vs := a.TimestampValues()
+			value = func(i int) uint64 { return uint64(vs[i]) }
 		case *array.Date32:
-			for i, v := range a.Date32Values() {
-				out[i] = mix(out[i], uint64(v))
-			}
+			vs := a.Date32Values()
+			value = func(i int) uint64 { return uint64(vs[i]) }
 		case *array.Float64:
-			for i, v := range a.Float64Values() {
+			vs := a.Float64Values()
+			value = func(i int) uint64 {
+				v := vs[i]
 				if v == 0 || v != v {
 					v = 0 // -0 and NaN: see valuesEqual
 				}
-				out[i] = mix(out[i], math.Float64bits(v))
+				return math.Float64bits(v)
 			}
 		case *array.String:
-			for i := range n {
-				out[i] = mix(out[i], maphash.String(rh.seed, a.Value(i)))
-			}
+			value = func(i int) uint64 { return maphash.String(rh.seed, a.Value(i)) }
 		case *array.Boolean:
-			for i := range n {
+			value = func(i int) uint64 {
 				if a.Value(i) {
-					out[i] = mix(out[i], 1)
+					return 1
 				}
+				return 2
 			}
 		default:
 			var key []byte
-			for i := range n {
+			value = func(i int) uint64 {
 				key, _ = appendKey(key[:0], arr, i)
-				out[i] = mix(out[i], maphash.Bytes(rh.seed, key))
+				return maphash.Bytes(rh.seed, key)
+			}
+		}
+		if arr.NullN() == 0 {
+			for i := range n {
+				out[i] = mix(out[i], value(i))
 			}
 			continue
 		}
-		if arr.NullN() > 0 {
-			for i := range n {
-				if arr.IsNull(i) {
-					out[i] = mix(out[i], 0x6e756c6c) // nulls hash alike, apart from values
-				}
+		for i := range n {
+			if arr.IsNull(i) {
+				out[i] = mix(out[i], 0x6e756c6c)
+			} else {
+				out[i] = mix(out[i], value(i))
 			}
 		}
 	}
