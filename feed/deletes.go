@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,6 +29,9 @@ const (
 type deleteIndex struct {
 	fs  iceio.IO
 	mem memory.Allocator
+	// mu guards the maps below (files are read in parallel); a file read by
+	// two readers at once is read twice, which is harmless.
+	mu sync.Mutex
 	// pos maps a position delete file to the positions it deletes, per data
 	// file path.
 	pos map[string]map[string][]int64
@@ -126,10 +130,13 @@ func (x *deleteIndex) positionMask(task *table.FileScanTask, dataPath string, ro
 // positionDeletes returns the positions of dataPath that a position delete
 // file deletes.
 func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, dataPath string) ([]int64, error) {
-	if byFile, ok := x.pos[df.FilePath()]; ok {
+	x.mu.Lock()
+	byFile, ok := x.pos[df.FilePath()]
+	x.mu.Unlock()
+	if ok {
 		return byFile[dataPath], nil
 	}
-	byFile := map[string][]int64{}
+	byFile = map[string][]int64{}
 	err := x.readParquet(ctx, df, func(rec arrow.RecordBatch) error {
 		pathIdx, posIdx := fieldIndex(rec.Schema(), posDeleteFilePathID, "file_path"),
 			fieldIndex(rec.Schema(), posDeletePosID, "pos")
@@ -153,7 +160,9 @@ func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, 
 	if err != nil {
 		return nil, err
 	}
+	x.mu.Lock()
 	x.pos[df.FilePath()] = byFile
+	x.mu.Unlock()
 	return byFile[dataPath], nil
 }
 
@@ -163,32 +172,40 @@ func (x *deleteIndex) deletionVector(df iceberg.DataFile) ([]int64, error) {
 	if off := df.ContentOffset(); off != nil {
 		key += "@" + strconv.FormatInt(*off, 10)
 	}
-	if positions, ok := x.dv[key]; ok {
+	x.mu.Lock()
+	positions, ok := x.dv[key]
+	x.mu.Unlock()
+	if ok {
 		return positions, nil
 	}
 	bitmap, err := dv.ReadDV(x.fs, df)
 	if err != nil {
 		return nil, fmt.Errorf("read deletion vector %s: %w", df.FilePath(), err)
 	}
-	positions := make([]int64, 0, bitmap.Cardinality())
+	positions = make([]int64, 0, bitmap.Cardinality())
 	for p := range bitmap.Positions() {
 		positions = append(positions, int64(p))
 	}
+	x.mu.Lock()
 	x.dv[key] = positions
+	x.mu.Unlock()
 	return positions, nil
 }
 
 // equalityDeletes returns the keys an equality delete file deletes, encoded
 // by rowKey over its equality fields in order.
 func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) (map[string]struct{}, error) {
-	if keys, ok := x.eq[df.FilePath()]; ok {
+	x.mu.Lock()
+	keys, ok := x.eq[df.FilePath()]
+	x.mu.Unlock()
+	if ok {
 		return keys, nil
 	}
 	ids := df.EqualityFieldIDs()
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("%w: equality delete file %s names no equality field", ErrUnsupported, df.FilePath())
 	}
-	keys := map[string]struct{}{}
+	keys = map[string]struct{}{}
 	values := make([][]any, len(ids))
 	var key []byte
 	err := x.readParquet(ctx, df, func(rec arrow.RecordBatch) error {
@@ -219,7 +236,9 @@ func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) 
 	if err != nil {
 		return nil, err
 	}
+	x.mu.Lock()
 	x.eq[df.FilePath()], x.eqValues[df.FilePath()] = keys, values
+	x.mu.Unlock()
 	return keys, nil
 }
 
@@ -229,6 +248,8 @@ func (x *deleteIndex) equalityValues(ctx context.Context, df iceberg.DataFile) (
 	if _, err := x.equalityDeletes(ctx, df); err != nil {
 		return nil, err
 	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	return x.eqValues[df.FilePath()], nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 )
 
 // fileData is decoded rows of one data file, in file order: row r of
@@ -58,10 +60,14 @@ type diffReader struct {
 	deletes *deleteIndex
 	end     *iceberg.Schema
 	name    string
+	// concurrency bounds the files read at once.
+	concurrency int
+	// mu guards footers.
+	mu      sync.Mutex
 	footers map[string]*footer
 }
 
-func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan) (*diffReader, error) {
+func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan, concurrency int) (*diffReader, error) {
 	fsys, err := p.tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open storage of table %s: %w", p.Table, err)
@@ -71,7 +77,7 @@ func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan) (*diffRea
 			table.WithCaseSensitive(true), table.WithMaxConcurrency(1))
 	}
 	d := &diffReader{mem: mem, fs: fsys, full: scan("*"), deletes: newDeleteIndex(fsys, mem), end: p.end,
-		name: p.Table, footers: map[string]*footer{}}
+		name: p.Table, concurrency: max(1, concurrency), footers: map[string]*footer{}}
 	if narrow := p.diffColumns(); len(narrow) < len(p.end.Fields()) {
 		d.narrow = scan(narrow...)
 	}
@@ -86,14 +92,19 @@ func (d *diffReader) close() {
 }
 
 func (d *diffReader) footer(df iceberg.DataFile) (*footer, error) {
-	if ft, ok := d.footers[df.FilePath()]; ok {
+	d.mu.Lock()
+	ft, ok := d.footers[df.FilePath()]
+	d.mu.Unlock()
+	if ok {
 		return ft, nil
 	}
 	ft, err := readFooter(d.fs, df)
 	if err != nil {
 		return nil, err
 	}
+	d.mu.Lock()
 	d.footers[df.FilePath()] = ft
+	d.mu.Unlock()
 	return ft, nil
 }
 
@@ -169,14 +180,25 @@ func (d *diffReader) collect(ctx context.Context, sp SnapshotPlan) (*changeSet, 
 	if d.narrow != nil && !sp.rewrites {
 		scan = d.narrow // carry-over compares whole rows; nothing else does
 	}
-	for _, fd := range sp.diffs {
-		if err := d.collectFile(ctx, sp.ID, fd, cs, scan); err != nil {
-			cs.release()
-			if isNotExist(err) && !errors.Is(err, ErrResyncRequired) {
-				err = readError(d.name, sp.ID, "a delete file", err)
-			}
-			return nil, err
+	// Files are read in parallel; their changes keep the plan's order.
+	parts := make([]*changeSet, len(sp.diffs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(d.concurrency)
+	for i, fd := range sp.diffs {
+		parts[i] = &changeSet{}
+		g.Go(func() error { return d.collectFile(gctx, sp.ID, fd, parts[i], scan) })
+	}
+	err := g.Wait()
+	for _, part := range parts {
+		cs.dels = append(cs.dels, part.dels...)
+		cs.ins = append(cs.ins, part.ins...)
+	}
+	if err != nil {
+		cs.release()
+		if isNotExist(err) && !errors.Is(err, ErrResyncRequired) {
+			err = readError(d.name, sp.ID, "a delete file", err)
 		}
+		return nil, err
 	}
 	return cs, nil
 }

@@ -78,7 +78,7 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 			}
 			if sp.diffs != nil && diffs == nil {
 				var err error
-				if diffs, err = newDiffReader(ctx, e.opts.Allocator, p); err != nil {
+				if diffs, err = newDiffReader(ctx, e.opts.Allocator, p, e.opts.ReadConcurrency); err != nil {
 					yield(Batch{}, err)
 					return
 				}
