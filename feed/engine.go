@@ -69,11 +69,12 @@ func (o Options) withDefaults() Options {
 type Engine struct {
 	tables Tables
 	opts   Options
+	cache  *planCache
 }
 
 // New returns an engine that reads the tables of tables.
 func New(tables Tables, opts Options) *Engine {
-	return &Engine{tables: tables, opts: opts.withDefaults()}
+	return &Engine{tables: tables, opts: opts.withDefaults(), cache: newPlanCache()}
 }
 
 // TableStatus is a table's current commit position.

@@ -148,7 +148,7 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 			return nil, err
 		}
 	}
-	planner, err := newSnapshotPlanner(ctx, p.tbl, req.Table, prune)
+	planner, err := newSnapshotPlanner(ctx, p.tbl, req.Table, prune, e.cache)
 	if err != nil {
 		return nil, err
 	}

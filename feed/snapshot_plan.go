@@ -42,15 +42,16 @@ type snapshotPlanner struct {
 	// prune skips appended files and row groups the filter rules out by
 	// their statistics (nil: no filter to push down).
 	prune *pruner
+	cache *planCache
 }
 
-func newSnapshotPlanner(ctx context.Context, tbl *table.Table, name string, prune *pruner) (*snapshotPlanner, error) {
+func newSnapshotPlanner(ctx context.Context, tbl *table.Table, name string, prune *pruner, cache *planCache) (*snapshotPlanner, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open storage of table %s: %w", name, err)
 	}
 	return &snapshotPlanner{tbl: tbl, meta: tbl.Metadata(), fs: fsys, name: name,
-		plans: map[int64]map[string]*table.FileScanTask{}, prune: prune}, nil
+		plans: map[int64]map[string]*table.FileScanTask{}, prune: prune, cache: cache}, nil
 }
 
 // plan decides how a snapshot's changes are computed and which files that
@@ -231,6 +232,18 @@ func contentOf(df iceberg.DataFile) string {
 // own reads the entries the snapshot itself wrote: the files it added and
 // removed.
 func (sp *snapshotPlanner) own(s Snapshot) (ownChanges, error) {
+	key := snapshotKey(sp.meta, s.ID)
+	if own, ok := sp.cache.own.Get(key); ok {
+		return own, nil
+	}
+	own, err := sp.readOwn(s)
+	if err == nil {
+		sp.cache.own.Add(key, own)
+	}
+	return own, err
+}
+
+func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
 	own := ownChanges{addedSeq: map[string]*int64{}}
 	snap := sp.meta.SnapshotByID(s.ID)
 	manifests, err := snap.Manifests(sp.fs)
@@ -282,6 +295,11 @@ func (sp *snapshotPlanner) live(ctx context.Context, id *int64) (map[string]*tab
 	if plan, ok := sp.plans[*id]; ok {
 		return plan, nil
 	}
+	key := snapshotKey(sp.meta, *id)
+	if plan, ok := sp.cache.live.Get(key); ok {
+		sp.plans[*id] = plan
+		return plan, nil
+	}
 	scan := sp.tbl.Scan(table.WithSnapshotID(*id))
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(ctx)
@@ -300,6 +318,7 @@ func (sp *snapshotPlanner) live(ctx context.Context, id *int64) (map[string]*tab
 		plan[t.File.FilePath()] = t
 	}
 	sp.plans[*id] = plan
+	sp.cache.live.Add(key, plan)
 	return plan, nil
 }
 

@@ -1,0 +1,38 @@
+package feed
+
+import (
+	"fmt"
+
+	"github.com/apache/iceberg-go/table"
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// Sizes of the engine's caches.
+const (
+	// ownCacheSnapshots bounds the snapshots whose own manifest entries
+	// (the files they added and removed) are kept.
+	ownCacheSnapshots = 8192
+	// liveCacheSnapshots bounds the snapshots whose scan plans (every live
+	// file with its deletes) are kept; a plan can hold many files.
+	liveCacheSnapshots = 32
+)
+
+// planCache keeps what planning reads from immutable files, so that
+// polling clients and repeated plans do not read and decode manifests
+// again: per snapshot, the entries of its own manifests, and its scan
+// plan. Both are keyed by the table's UUID and the snapshot id, which name
+// one immutable snapshot. It is safe for concurrent use.
+type planCache struct {
+	own  *lru.Cache[string, ownChanges]
+	live *lru.Cache[string, map[string]*table.FileScanTask]
+}
+
+func newPlanCache() *planCache {
+	own, _ := lru.New[string, ownChanges](ownCacheSnapshots)
+	live, _ := lru.New[string, map[string]*table.FileScanTask](liveCacheSnapshots)
+	return &planCache{own: own, live: live}
+}
+
+func snapshotKey(meta table.Metadata, id int64) string {
+	return fmt.Sprintf("%s/%d", meta.TableUUID(), id)
+}
