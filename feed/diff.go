@@ -65,9 +65,10 @@ type diffReader struct {
 	// mu guards footers.
 	mu      sync.Mutex
 	footers map[string]*footer
+	stats   *counters
 }
 
-func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan, concurrency int) (*diffReader, error) {
+func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan, concurrency int, stats *counters) (*diffReader, error) {
 	fsys, err := p.tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open storage of table %s: %w", p.Table, err)
@@ -77,7 +78,7 @@ func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan, concurren
 			table.WithCaseSensitive(true), table.WithMaxConcurrency(1))
 	}
 	d := &diffReader{mem: mem, fs: fsys, full: scan("*"), deletes: newDeleteIndex(fsys, mem), end: p.end,
-		name: p.Table, concurrency: max(1, concurrency), footers: map[string]*footer{}}
+		name: p.Table, concurrency: max(1, concurrency), footers: map[string]*footer{}, stats: stats}
 	if narrow := p.diffColumns(); len(narrow) < len(p.end.Fields()) {
 		d.narrow = scan(narrow...)
 	}
@@ -158,6 +159,13 @@ func (d *diffReader) read(ctx context.Context, snapshot int64, fd fileDiff, rgs 
 		data.release()
 		return nil, fmt.Errorf("data file %s: read %d rows where its manifest entry and footer say %d",
 			fd.file.FilePath(), data.rows, want)
+	}
+	d.stats.filesRead.Add(1)
+	d.stats.rowsDecoded.Add(int64(data.rows))
+	if rgs != nil {
+		d.stats.rowGroupsRead.Add(int64(len(rgs)))
+	} else if ft != nil {
+		d.stats.rowGroupsRead.Add(int64(len(ft.rows)))
 	}
 	return data, nil
 }

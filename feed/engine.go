@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
@@ -70,6 +71,29 @@ type Engine struct {
 	tables Tables
 	opts   Options
 	cache  *planCache
+	stats  counters
+}
+
+// counters are the engine's running totals (see Stats).
+type counters struct {
+	filesRead, rowGroupsRead, rowsDecoded atomic.Int64
+}
+
+// Stats are running totals of the engine's reads since it was created.
+type Stats struct {
+	// FilesRead counts data files read (whole or in part).
+	FilesRead int64
+	// RowGroupsRead counts the row groups of the data files that snapshots
+	// deleting rows read (appended files are read whole and not counted).
+	RowGroupsRead int64
+	// RowsDecoded counts the rows decoded from data files.
+	RowsDecoded int64
+}
+
+// Stats returns the engine's running totals.
+func (e *Engine) Stats() Stats {
+	return Stats{FilesRead: e.stats.filesRead.Load(), RowGroupsRead: e.stats.rowGroupsRead.Load(),
+		RowsDecoded: e.stats.rowsDecoded.Load()}
 }
 
 // New returns an engine that reads the tables of tables.

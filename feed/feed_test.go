@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/catalog"
@@ -583,5 +584,51 @@ func TestMissingDataFileFailsTheStream(t *testing.T) {
 	}
 	if !slices.Equal(complete, h.snapshots[:2]) {
 		t.Fatalf("complete snapshots before the failure: %v, want %v", complete, h.snapshots[:2])
+	}
+}
+
+// An equality delete of 3 keys reads only the row groups whose key
+// statistics can hold them: at most 3, out of the table's 20.
+func TestEqualityDeleteReadsFewRowGroups(t *testing.T) {
+	ctx := context.Background()
+	cat, err := tablewrite.OpenWarehouse(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	tbl, err := tablewrite.CreateTable(ctx, cat, tableName, ordersSchema(),
+		icecatalog.WithProperties(iceberg.Properties{"write.parquet.row-group-limit": "1000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range 2 {
+		var rows []tablewrite.Row
+		for i := range 10_000 {
+			rows = append(rows, tablewrite.Row{"id": f*10_000 + i + 1, "country": "SE", "amount": 1.0})
+		}
+		if tbl, err = tablewrite.Append(ctx, tbl, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := tbl.CurrentSnapshot().SnapshotID
+	keys := []tablewrite.Row{{"id": 17}, {"id": 5_500}, {"id": 19_999}, {"id": 50_000}}
+	if tbl, err = tablewrite.EqualityDelete(ctx, tbl, "id", keys, nil); err != nil {
+		t.Fatal(err)
+	}
+	eng := feed.New(cat, feed.Options{})
+	_, got, _ := read(t, eng, feed.Request{Table: tableName, FromSnapshot: &before, Columns: []string{"id"}})
+	var ids []float64
+	for _, c := range got {
+		if c.Op != feed.OpDelete {
+			t.Fatalf("change %+v", c)
+		}
+		ids = append(ids, c.Before["id"].(float64))
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []float64{17, 5_500, 19_999}) {
+		t.Fatalf("deleted %v", ids)
+	}
+	if st := eng.Stats(); st.RowGroupsRead > 3 || st.RowsDecoded > 3_000 {
+		t.Fatalf("read %d row groups and decoded %d rows for 3 deleted keys", st.RowGroupsRead, st.RowsDecoded)
 	}
 }

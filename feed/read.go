@@ -78,7 +78,7 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 			}
 			if sp.diffs != nil && diffs == nil {
 				var err error
-				if diffs, err = newDiffReader(ctx, e.opts.Allocator, p, e.opts.ReadConcurrency); err != nil {
+				if diffs, err = newDiffReader(ctx, e.opts.Allocator, p, e.opts.ReadConcurrency, &e.stats); err != nil {
 					yield(Batch{}, err)
 					return
 				}
@@ -136,6 +136,7 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 		}
 	}
 	if len(sp.tasks) > 0 {
+		e.stats.filesRead.Add(int64(len(sp.Files)))
 		_, records, err := scan.ReadTasks(ctx, sp.tasks)
 		if err != nil {
 			return fail(readError(name, sp.ID, "a data file", err))
@@ -151,6 +152,7 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 					return fail(err)
 				}
 			}
+			e.stats.rowsDecoded.Add(rec.NumRows())
 			out, err := asm.inserts(rec, sp.Snapshot)
 			rec.Release()
 			if err != nil {
