@@ -107,9 +107,12 @@ test-python: venv
 test-e2e: venv
 	SLUICE_PYTHON=$(PY) $(GO) test -count=1 -timeout 20m ./e2e/...
 
-## bench: the benchmarks (see docs/BENCHMARKS.md)
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./feed/ | tee $(TMP)/bench.txt
+## bench: the benchmarks: workloads, every arm in one run, docs/BENCHMARKS.md (RUNS, BIG_ROWS)
+RUNS ?= 5
+BIG_ROWS ?= 10000000
+bench: build venv
+	$(GO) build -o $(BIN)/sluice-bench ./cmd/sluice-bench
+	$(BIN)/sluice-bench -runs $(RUNS) -big-rows $(BIG_ROWS) -flightd $(BIN)/flightd -python $(PY) -out docs/BENCHMARKS.md
 
 ## fuzz: every fuzzer for FUZZTIME each
 fuzz:
