@@ -1,0 +1,242 @@
+package auth
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Rule grants principals the right to read tables, all their columns or
+// only some. In YAML:
+//
+//	rules:
+//	  - principals: ["analyst-*"]
+//	    tables: ["sales.*"]
+//	    columns:
+//	      sales.customers: [id, country]
+//
+// Patterns are globs over the whole name: "*" matches any run of
+// characters (dots included, so "sales.*" also matches "sales.eu.orders"),
+// "?" any one character, and every other character itself.
+type Rule struct {
+	// Principals are globs of the principal names the rule applies to
+	// ("*": everyone authenticated).
+	Principals []string `yaml:"principals"`
+	// Tables are globs of the table names ("namespace.table") the rule
+	// grants.
+	Tables []string `yaml:"tables"`
+	// Columns restricts, for some of the granted tables (by exact name),
+	// the columns the principals may read. A nested field is allowed when
+	// it or a struct containing it is listed ("addr" allows "addr.city").
+	// A granted table without an entry is readable whole.
+	Columns map[string][]string `yaml:"columns"`
+}
+
+// Authorizer decides which tables and columns a principal may read. It is
+// immutable and safe for concurrent use.
+//
+// Rules are grants and add up: a principal may read a table when any rule
+// whose Principals match it has Tables matching the table; its columns are
+// unrestricted when one such rule has no Columns entry for the table, else
+// the union of those rules' entries. With rules, every other table is
+// denied. Without rules every principal may read every table whole, or none
+// with DenyByDefault.
+type Authorizer struct {
+	rules         []Rule
+	denyByDefault bool
+}
+
+// NewAuthorizer returns the Authorizer of cfg's Rules and DenyByDefault.
+func NewAuthorizer(cfg Config) (*Authorizer, error) {
+	if err := checkRules(cfg.Rules); err != nil {
+		return nil, err
+	}
+	rules := make([]Rule, len(cfg.Rules))
+	for i, r := range cfg.Rules {
+		rules[i] = Rule{Principals: slices.Clone(r.Principals), Tables: slices.Clone(r.Tables)}
+		if r.Columns != nil {
+			rules[i].Columns = make(map[string][]string, len(r.Columns))
+			for t, cols := range r.Columns {
+				rules[i].Columns[t] = slices.Clone(cols)
+			}
+		}
+	}
+	return &Authorizer{rules: rules, denyByDefault: cfg.DenyByDefault}, nil
+}
+
+// CanRead reports whether p may read table (some or all of its columns).
+// The server also uses it to show only readable tables in listings.
+func (z *Authorizer) CanRead(p Principal, table string) bool {
+	granted, _, _ := z.grant(p, table)
+	return granted
+}
+
+// Check returns nil when p may read table, else an error wrapping
+// ErrPermissionDenied that names p and table.
+func (z *Authorizer) Check(p Principal, table string) error {
+	if z.CanRead(p, table) {
+		return nil
+	}
+	return fmt.Errorf("%w: principal %q may not read table %q", ErrPermissionDenied, p.Name, table)
+}
+
+// Columns returns the columns of table that p may read: restricted is false
+// when p may read them all, and allowed lists them (in rule order) when it
+// is true. For a table p may not read it returns (nil, true).
+func (z *Authorizer) Columns(p Principal, table string) (allowed []string, restricted bool) {
+	granted, whole, cols := z.grant(p, table)
+	switch {
+	case !granted:
+		return nil, true
+	case whole:
+		return nil, false
+	default:
+		return cols, true
+	}
+}
+
+// Project returns the columns a read of table by p must project, given the
+// columns the request asks for (empty: all of them): the request's columns
+// when p may read each of them, p's allowed columns when the request asks
+// for all and p's columns are restricted, nil (all) when they are not. A
+// table p may not read, or a column it may not read, is an error wrapping
+// ErrPermissionDenied.
+func (z *Authorizer) Project(p Principal, table string, columns []string) ([]string, error) {
+	if err := z.Check(p, table); err != nil {
+		return nil, err
+	}
+	allowed, restricted := z.Columns(p, table)
+	if !restricted {
+		return columns, nil
+	}
+	if len(columns) == 0 {
+		return allowed, nil
+	}
+	return columns, z.CheckColumns(p, table, columns)
+}
+
+// CheckColumns returns nil when p may read every one of columns of table,
+// else an error wrapping ErrPermissionDenied naming the first column it may
+// not read. The server checks with it every column a request uses beyond
+// its projection: filter and identity columns, whose values a client could
+// otherwise infer.
+func (z *Authorizer) CheckColumns(p Principal, table string, columns []string) error {
+	if err := z.Check(p, table); err != nil {
+		return err
+	}
+	allowed, restricted := z.Columns(p, table)
+	if !restricted {
+		return nil
+	}
+	for _, c := range columns {
+		if !columnAllowed(allowed, c) {
+			return fmt.Errorf("%w: principal %q may not read column %q of table %q", ErrPermissionDenied, p.Name, c, table)
+		}
+	}
+	return nil
+}
+
+// grant evaluates the rules for p and table: whether it is granted, whole,
+// and else which columns.
+func (z *Authorizer) grant(p Principal, table string) (granted, whole bool, cols []string) {
+	if len(z.rules) == 0 {
+		return !z.denyByDefault, true, nil
+	}
+	for _, r := range z.rules {
+		if !matchAny(r.Principals, p.Name) || !matchAny(r.Tables, table) {
+			continue
+		}
+		granted = true
+		rc, ok := r.Columns[table]
+		if !ok {
+			return true, true, nil
+		}
+		for _, c := range rc {
+			if !slices.Contains(cols, c) {
+				cols = append(cols, c)
+			}
+		}
+	}
+	return granted, false, cols
+}
+
+// columnAllowed reports whether column c, or a struct containing it, is in
+// allowed.
+func columnAllowed(allowed []string, c string) bool {
+	for _, a := range allowed {
+		if c == a || strings.HasPrefix(c, a) && c[len(a)] == '.' {
+			return true
+		}
+	}
+	return false
+}
+
+func matchAny(patterns []string, s string) bool {
+	for _, p := range patterns {
+		if globMatch(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatch reports whether s matches pattern, where "*" matches any run of
+// characters and "?" any one character. It runs in O(len(pattern) *
+// len(s)) at worst, never exponentially.
+func globMatch(pattern, s string) bool {
+	p, n := 0, 0
+	starP, starN := -1, 0
+	for n < len(s) {
+		if p < len(pattern) {
+			switch pattern[p] {
+			case '*':
+				starP, starN = p, n
+				p++
+				continue
+			case '?':
+				_, w := utf8.DecodeRuneInString(s[n:])
+				p++
+				n += w
+				continue
+			case s[n]:
+				p++
+				n++
+				continue
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		// Let the last star swallow one more character and retry.
+		_, w := utf8.DecodeRuneInString(s[starN:])
+		starN += w
+		p, n = starP+1, starN
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// checkRules reports whether rules are well formed.
+func checkRules(rules []Rule) error {
+	for i, r := range rules {
+		if len(r.Principals) == 0 || len(r.Tables) == 0 {
+			return fmt.Errorf("%w: rule %d: needs principals and tables", ErrInvalidConfig, i+1)
+		}
+		if slices.Contains(r.Principals, "") || slices.Contains(r.Tables, "") {
+			return fmt.Errorf("%w: rule %d: empty principal or table pattern", ErrInvalidConfig, i+1)
+		}
+		for t, cols := range r.Columns {
+			if !matchAny(r.Tables, t) {
+				return fmt.Errorf("%w: rule %d: columns of table %q, which the rule's tables %q do not match",
+					ErrInvalidConfig, i+1, t, r.Tables)
+			}
+			if len(cols) == 0 || slices.Contains(cols, "") {
+				return fmt.Errorf("%w: rule %d: table %q: an empty column list or column name", ErrInvalidConfig, i+1, t)
+			}
+		}
+	}
+	return nil
+}
