@@ -18,7 +18,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GOLANGCI_LINT_VERSION := v2.15.0
 
 # Pinned Python packages of the e2e venv.
-PY_PACKAGES := pyarrow==26.0.1 pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" pandas==3.1.1
+PY_PACKAGES := pyarrow==26.0.1 pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" pandas==3.1.1 networkx==3.4.2
 
 # Demo and run settings.
 WAREHOUSE ?= ./warehouse
@@ -96,8 +96,9 @@ test-unit:
 
 ## test-long: the engine's oracle on many more random histories (SEEDS per configuration)
 SEEDS ?= 25
-test-long:
+test-long: venv
 	SLUICE_ORACLE_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 60m -run 'TestOracle' ./feed/
+	SLUICE_SOAK=1 SLUICE_PYTHON=$(PY) $(GO) test -count=1 -timeout 30m -run 'TestFollowMirrorWithCrashes' -v ./e2e/
 
 ## test-python: the Python client's unit tests
 test-python: venv

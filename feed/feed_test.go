@@ -612,7 +612,7 @@ func TestEqualityDeleteReadsFewRowGroups(t *testing.T) {
 	}
 	before := tbl.CurrentSnapshot().SnapshotID
 	keys := []tablewrite.Row{{"id": 17}, {"id": 5_500}, {"id": 19_999}, {"id": 50_000}}
-	if tbl, err = tablewrite.EqualityDelete(ctx, tbl, "id", keys, nil); err != nil {
+	if _, err = tablewrite.EqualityDelete(ctx, tbl, "id", keys, nil); err != nil {
 		t.Fatal(err)
 	}
 	eng := feed.New(cat, feed.Options{})

@@ -21,6 +21,17 @@ const (
 	ActionListTables    = "list_tables"
 	ActionListSnapshots = "list_snapshots"
 	ActionExplain       = "explain"
+	// ActionAck records a consumer's checkpoint.
+	ActionAck = "ack"
+	// ActionConsumerProgress returns a consumer's checkpoint and lag.
+	ActionConsumerProgress = "consumer_progress"
+	// ActionListConsumers lists a table's consumers with their lag.
+	ActionListConsumers = "list_consumers"
+	// ActionResetConsumer forgets a consumer's progress.
+	ActionResetConsumer = "reset_consumer"
+	// ActionWatchCommits streams a table's commit position: one result per
+	// new commit, until the client cancels.
+	ActionWatchCommits = "watch_commits"
 )
 
 var actionTypes = []*flight.ActionType{
@@ -32,6 +43,16 @@ var actionTypes = []*flight.ActionType{
 		"lineage, oldest first, with operation and summary"},
 	{Type: ActionExplain, Description: "a ChangeRequest -> the plan: snapshots, files read and skipped, bytes, " +
 		"per-snapshot strategy"},
+	{Type: ActionAck, Description: `{"consumer", "table", "snapshot"} -> the consumer's progress: records, ` +
+		"durably, that the consumer processed every change up to the snapshot (one on the table's lineage)"},
+	{Type: ActionConsumerProgress, Description: `{"consumer", "table"} -> {"consumer", "table", "snapshot", ` +
+		`"commit_seq", "timestamp_ms", "acked_at_ms", "lag_commits", "lag_ms", "expired"}`},
+	{Type: ActionListConsumers, Description: `{"table"} -> {"table", "consumers": [...]}: every consumer ` +
+		"with progress on the table, with its lag in commits and time"},
+	{Type: ActionResetConsumer, Description: `{"consumer", "table"} -> {"consumer", "table", "removed"}: ` +
+		"forgets the consumer's progress"},
+	{Type: ActionWatchCommits, Description: `{"table"} -> a stream of {"table", "commit_seq", "snapshot", ` +
+		`"timestamp_ms"}: the current position, then one result per new commit, until cancelled`},
 }
 
 // ListActions lists the control actions.
@@ -48,6 +69,20 @@ func (f *flightService) ListActions(_ *flight.Empty, stream flight.FlightService
 func (f *flightService) DoAction(action *flight.Action, stream flight.FlightService_DoActionServer) error {
 	ctx := stream.Context()
 	call := "DoAction " + action.GetType()
+	if action.GetType() == ActionWatchCommits {
+		var b tableBody
+		if err := decodeBody(ActionWatchCommits, action.GetBody(), &b); err != nil {
+			return f.s.fail(ctx, call, err)
+		}
+		err := f.s.watchCommits(ctx, b.Table, func(st feed.TableStatus) error {
+			body, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			return stream.Send(&flight.Result{Body: body})
+		})
+		return f.s.fail(ctx, call, err)
+	}
 	result, err := f.s.action(ctx, action.GetType(), action.GetBody())
 	if err != nil {
 		return f.s.fail(ctx, call, err)
@@ -107,6 +142,45 @@ func (s *Server) action(ctx context.Context, name string, body []byte) (any, err
 			return nil, err
 		}
 		return s.engine.Plan(ctx, fr)
+	case ActionAck:
+		var b ackBody
+		if err := decodeBody(name, body, &b); err != nil {
+			return nil, err
+		}
+		return s.ack(ctx, b.Consumer, b.Table, b.snapshot())
+	case ActionConsumerProgress:
+		var b consumerBody
+		if err := decodeBody(name, body, &b); err != nil {
+			return nil, err
+		}
+		return s.consumerProgress(ctx, b.Consumer, b.Table)
+	case ActionListConsumers:
+		var b tableBody
+		if err := decodeBody(name, body, &b); err != nil {
+			return nil, err
+		}
+		list, err := s.listConsumers(ctx, b.Table)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			Table     string         `json:"table"`
+			Consumers []consumerInfo `json:"consumers"`
+		}{b.Table, list}, nil
+	case ActionResetConsumer:
+		var b consumerBody
+		if err := decodeBody(name, body, &b); err != nil {
+			return nil, err
+		}
+		removed, err := s.resetConsumer(ctx, b.Consumer, b.Table)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			Consumer string `json:"consumer"`
+			Table    string `json:"table"`
+			Removed  bool   `json:"removed"`
+		}{b.Consumer, b.Table, removed}, nil
 	default:
 		names := make([]string, len(actionTypes))
 		for i, a := range actionTypes {

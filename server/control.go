@@ -60,6 +60,52 @@ func (c *controlService) Explain(ctx context.Context, req *sluicev1.ChangeReques
 	return planProto(p), nil
 }
 
+func (c *controlService) Ack(ctx context.Context, req *sluicev1.AckRequest) (*sluicev1.ConsumerProgress, error) {
+	snap := req.GetSnapshot()
+	info, err := c.s.ack(ctx, req.GetConsumer(), req.GetTable(), &snap)
+	if err != nil {
+		return nil, c.s.fail(ctx, "Ack", err)
+	}
+	return info.proto(), nil
+}
+
+func (c *controlService) GetConsumerProgress(ctx context.Context, req *sluicev1.ConsumerProgressRequest) (*sluicev1.ConsumerProgress, error) {
+	info, err := c.s.consumerProgress(ctx, req.GetConsumer(), req.GetTable())
+	if err != nil {
+		return nil, c.s.fail(ctx, "GetConsumerProgress", err)
+	}
+	return info.proto(), nil
+}
+
+func (c *controlService) ListConsumers(ctx context.Context, req *sluicev1.ListConsumersRequest) (*sluicev1.ListConsumersResponse, error) {
+	list, err := c.s.listConsumers(ctx, req.GetTable())
+	if err != nil {
+		return nil, c.s.fail(ctx, "ListConsumers", err)
+	}
+	out := &sluicev1.ListConsumersResponse{Table: req.GetTable()}
+	for _, ci := range list {
+		out.Consumers = append(out.Consumers, ci.proto())
+	}
+	return out, nil
+}
+
+func (c *controlService) ResetConsumer(ctx context.Context, req *sluicev1.ResetConsumerRequest) (*sluicev1.ResetConsumerResponse, error) {
+	removed, err := c.s.resetConsumer(ctx, req.GetConsumer(), req.GetTable())
+	if err != nil {
+		return nil, c.s.fail(ctx, "ResetConsumer", err)
+	}
+	return &sluicev1.ResetConsumerResponse{Consumer: req.GetConsumer(), Table: req.GetTable(), Removed: removed}, nil
+}
+
+func (c *controlService) WatchCommits(req *sluicev1.WatchCommitsRequest, stream sluicev1.ControlService_WatchCommitsServer) error {
+	ctx := stream.Context()
+	err := c.s.watchCommits(ctx, req.GetTable(), func(st feed.TableStatus) error {
+		return stream.Send(&sluicev1.CommitSeqResponse{Table: st.Table, CommitSeq: st.CommitSeq, Snapshot: st.Snapshot,
+			TimestampMs: st.TimestampMs})
+	})
+	return c.s.fail(ctx, "WatchCommits", err)
+}
+
 func snapshotProto(s feed.Snapshot) *sluicev1.SnapshotInfo {
 	return &sluicev1.SnapshotInfo{Snapshot: s.ID, Parent: s.ParentID, SequenceNumber: s.SequenceNumber,
 		CommitSeq: s.CommitSeq, TimestampMs: s.TimestampMs, Operation: s.Operation, Summary: s.Summary,

@@ -8,6 +8,13 @@
 // leak into a read. Every streamed batch carries a JSON app_metadata object
 // with at least {"snapshot", "commit_seq", "snapshot_complete"}.
 //
+// A request with follow, start or consumer is a stream: it starts at the
+// full state of a snapshot or after a snapshot (the start mode, or a durable
+// consumer's acknowledged progress kept in a ProgressStore), streams the
+// changes window by window with the engine, and with follow keeps polling
+// the table for new commits, sending 0-row heartbeat batches while idle.
+// Server.Shutdown ends follow streams and WatchCommits with Unavailable.
+//
 // Errors carry the gRPC codes of the contract: InvalidArgument for malformed
 // requests, unknown columns, bad filters and windows whose start is not an
 // ancestor of their end; NotFound for unknown tables and snapshots;

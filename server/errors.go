@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/progress"
 )
 
 // Sentinel errors of the server.
@@ -24,6 +25,13 @@ var (
 	// ErrMessageTooLarge reports a batch whose encoding would exceed the
 	// message size clients accept.
 	ErrMessageTooLarge = errors.New("server: message too large")
+	// ErrShuttingDown ends follow streams and WatchCommits when the server
+	// shuts down.
+	ErrShuttingDown = errors.New("server shutting down")
+	// ErrSchemaChanged ends a follow stream when the table's schema changes
+	// under it: an Arrow stream has one schema, so the changes from then on
+	// must be read by a new stream.
+	ErrSchemaChanged = errors.New("server: schema changed")
 )
 
 // codeOf maps an error to its gRPC code, following the contract's table.
@@ -44,15 +52,19 @@ func codeOf(err error) codes.Code {
 		errors.Is(err, catalog.ErrInvalidName):
 		return codes.InvalidArgument
 	case errors.Is(err, feed.ErrSnapshotNotFound),
-		errors.Is(err, catalog.ErrTableNotFound):
+		errors.Is(err, catalog.ErrTableNotFound),
+		errors.Is(err, progress.ErrNotFound):
 		return codes.NotFound
 	case errors.Is(err, feed.ErrResyncRequired),
-		errors.Is(err, feed.ErrUnsupported):
+		errors.Is(err, feed.ErrUnsupported),
+		errors.Is(err, ErrSchemaChanged):
 		return codes.FailedPrecondition
 	case errors.Is(err, feed.ErrTooLarge),
 		errors.Is(err, ErrMessageTooLarge):
 		return codes.ResourceExhausted
-	case errors.Is(err, catalog.ErrUnavailable):
+	case errors.Is(err, catalog.ErrUnavailable),
+		errors.Is(err, progress.ErrUnavailable),
+		errors.Is(err, ErrShuttingDown):
 		return codes.Unavailable
 	case errors.Is(err, ErrNotImplemented):
 		return codes.Unimplemented

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
@@ -53,6 +54,13 @@ func (f *flightService) GetFlightInfo(ctx context.Context, desc *flight.FlightDe
 	if err != nil {
 		return nil, f.s.fail(ctx, "GetFlightInfo", err)
 	}
+	if req, err := DecodeRequest(cmd); err == nil && isStream(req) {
+		info, err := f.streamInfo(ctx, desc, req)
+		if err != nil {
+			return nil, f.s.fail(ctx, "GetFlightInfo", err)
+		}
+		return info, nil
+	}
 	req, p, err := f.plan(ctx, cmd)
 	if err != nil {
 		return nil, f.s.fail(ctx, "GetFlightInfo", err)
@@ -74,6 +82,39 @@ func (f *flightService) GetFlightInfo(ctx context.Context, desc *flight.FlightDe
 		FlightDescriptor: desc,
 		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
 		TotalRecords:     total,
+		TotalBytes:       -1,
+		Ordered:          true,
+		AppMetadata:      meta,
+	}, nil
+}
+
+// streamInfo is the FlightInfo of a stream request: its schema (that of
+// the table's current snapshot) and one endpoint whose ticket is the
+// request itself, since a stream starts where it is when DoGet opens it.
+func (f *flightService) streamInfo(ctx context.Context, desc *flight.FlightDescriptor,
+	req *sluicev1.ChangeRequest) (*flight.FlightInfo, error) {
+	sr, err := parseStream(req)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := f.s.engine.Schema(ctx, sr.window)
+	if err != nil {
+		return nil, err
+	}
+	ticket, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := json.Marshal(map[string]any{"table": sr.window.Table, "follow": sr.follow, "start": sr.start,
+		"consumer": sr.consumer})
+	if err != nil {
+		return nil, err
+	}
+	return &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(schema, f.s.mem),
+		FlightDescriptor: desc,
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
+		TotalRecords:     -1,
 		TotalBytes:       -1,
 		Ordered:          true,
 		AppMetadata:      meta,
@@ -122,8 +163,14 @@ func (f *flightService) GetSchema(ctx context.Context, desc *flight.FlightDescri
 	if err != nil {
 		return nil, f.s.fail(ctx, "GetSchema", err)
 	}
-	fr, err := feedRequest(req)
-	if err != nil {
+	var fr feed.Request
+	if isStream(req) {
+		sr, err := parseStream(req)
+		if err != nil {
+			return nil, f.s.fail(ctx, "GetSchema", err)
+		}
+		fr = sr.window
+	} else if fr, err = feedRequest(req); err != nil {
 		return nil, f.s.fail(ctx, "GetSchema", err)
 	}
 	schema, err := f.s.engine.Schema(ctx, fr)
@@ -137,6 +184,12 @@ func (f *flightService) GetSchema(ctx context.Context, desc *flight.FlightDescri
 // GetFlightInfo, or a ChangeRequest sent directly.
 func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	ctx := stream.Context()
+	if req, err := DecodeRequest(tkt.GetTicket()); err == nil && isStream(req) {
+		if err := f.s.serveStream(ctx, req, stream); err != nil {
+			return f.s.fail(ctx, "DoGet", err)
+		}
+		return nil
+	}
 	req, p, err := f.plan(ctx, tkt.GetTicket())
 	if err != nil {
 		return f.s.fail(ctx, "DoGet", err)

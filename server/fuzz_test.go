@@ -53,13 +53,17 @@ func FuzzDecodeRequest(f *testing.F) {
 
 // FuzzDecodeBody checks the decoder of action bodies.
 func FuzzDecodeBody(f *testing.F) {
-	for _, s := range []string{`{"table": "a.b"}`, `{}`, ``, `{"table": 1}`, `{"table": "a"} x`, `[`, `{"x": 1}`} {
+	for _, s := range []string{`{"table": "a.b"}`, `{}`, ``, `{"table": 1}`, `{"table": "a"} x`, `[`, `{"x": 1}`, `{"consumer": "c", "table": "a.b", "snapshot": "12"}`, `{"snapshot": 1e3}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var body tableBody
 		if err := decodeBody("commit_seq", b, &body); err != nil && !errors.Is(err, ErrBadRequest) {
 			t.Fatalf("decode error %v does not wrap ErrBadRequest", err)
+		}
+		var ack ackBody
+		if err := decodeBody("ack", b, &ack); err != nil && !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("ack decode error %v does not wrap ErrBadRequest", err)
 		}
 	})
 }

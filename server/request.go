@@ -55,15 +55,17 @@ func feedRequest(req *sluicev1.ChangeRequest) (feed.Request, error) {
 	if !slices.Contains(compressions, req.GetCompression()) {
 		return feed.Request{}, badRequestf("compression %q: want \"\" (none), \"lz4\" or \"zstd\"", req.GetCompression())
 	}
-	switch {
-	case req.GetFollow():
-		return feed.Request{}, errNotImplemented("follow mode")
-	case req.GetStart() != "":
-		return feed.Request{}, errNotImplemented("start modes")
-	case req.GetConsumer() != "":
-		return feed.Request{}, errNotImplemented("durable consumers")
+	if isStream(req) {
+		return feed.Request{}, badRequestf("follow, start and consumer make a stream, which DoGet reads; " +
+			"explain plans a window: leave them out")
 	}
-	r := feed.Request{
+	return windowRequest(req), windowRequest(req).Validate()
+}
+
+// windowRequest converts the wire request to the engine's request, without
+// validating it.
+func windowRequest(req *sluicev1.ChangeRequest) feed.Request {
+	return feed.Request{
 		Table:           req.GetTable(),
 		FromSnapshot:    req.FromSnapshot,
 		FromTimestampMs: req.FromTimestampMs,
@@ -75,7 +77,12 @@ func feedRequest(req *sluicev1.ChangeRequest) (feed.Request, error) {
 		FoldUpdates:     req.GetFoldUpdates(),
 		NetChanges:      req.GetNetChanges(),
 	}
-	return r, r.Validate()
+}
+
+// isStream reports whether the request asks for a stream (follow, a start
+// mode or a durable consumer) rather than one window.
+func isStream(req *sluicev1.ChangeRequest) bool {
+	return req.GetFollow() || req.GetStart() != "" || req.GetConsumer() != ""
 }
 
 // pinnedTicket returns the ticket that reads exactly the planned window:
@@ -94,5 +101,5 @@ func pinnedTicket(req *sluicev1.ChangeRequest, p *feed.Plan) ([]byte, error) {
 }
 
 func errNotImplemented(what string) error {
-	return fmt.Errorf("%w: %s is not available in this version of Sluice", ErrNotImplemented, what)
+	return fmt.Errorf("%w: %s", ErrNotImplemented, what)
 }

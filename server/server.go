@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	flightgen "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -11,6 +12,15 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+	"github.com/sluicefeed/sluice/progress"
+)
+
+// Defaults of FollowOptions.
+const (
+	DefaultPollInterval       = time.Second
+	DefaultHeartbeatInterval  = 5 * time.Second
+	DefaultMaxBackoff         = 30 * time.Second
+	DefaultMaxWindowSnapshots = 100
 )
 
 // Options configures a Server. The zero value is valid.
@@ -20,13 +30,73 @@ type Options struct {
 	Allocator memory.Allocator
 	// Logger receives one line per failed call. Default: slog.Default().
 	Logger *slog.Logger
+	// Progress stores the acknowledged progress of durable consumers. Nil:
+	// requests and actions that name a consumer fail with Unimplemented.
+	Progress ProgressStore
+	// Follow tunes follow streams and WatchCommits.
+	Follow FollowOptions
+}
+
+// FollowOptions tunes how follow streams and WatchCommits watch tables.
+// Zero values take the defaults.
+type FollowOptions struct {
+	// PollInterval is how often a follow stream reads the table's metadata
+	// for new commits. Default DefaultPollInterval (1s).
+	PollInterval time.Duration
+	// HeartbeatInterval is how long a follow stream may go without sending
+	// a batch before it sends a 0-row heartbeat batch. Default
+	// DefaultHeartbeatInterval (5s).
+	HeartbeatInterval time.Duration
+	// MaxBackoff bounds the wait between polls while the catalog fails: the
+	// wait doubles from PollInterval up to it. Default DefaultMaxBackoff
+	// (30s).
+	MaxBackoff time.Duration
+	// MaxWindowSnapshots bounds the snapshots of one planned window when a
+	// stream catches up with a long history. Default
+	// DefaultMaxWindowSnapshots.
+	MaxWindowSnapshots int
+}
+
+func (o FollowOptions) withDefaults() FollowOptions {
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	o.MaxBackoff = max(o.MaxBackoff, o.PollInterval)
+	if o.MaxWindowSnapshots <= 0 {
+		o.MaxWindowSnapshots = DefaultMaxWindowSnapshots
+	}
+	return o
+}
+
+// ProgressStore is the durable store of consumer progress the server
+// needs; *progress.Store implements it. Get returns an error wrapping
+// progress.ErrNotFound for a consumer without progress; failures to reach
+// the store wrap progress.ErrUnavailable.
+type ProgressStore interface {
+	Put(ctx context.Context, c progress.Checkpoint) error
+	Get(ctx context.Context, table, consumer string) (progress.Checkpoint, error)
+	List(ctx context.Context, table string) ([]progress.Checkpoint, error)
+	Delete(ctx context.Context, table, consumer string) (bool, error)
 }
 
 // Server is the Flight service and the ControlService over one engine.
 type Server struct {
-	engine *feed.Engine
-	mem    memory.Allocator
-	log    *slog.Logger
+	engine   *feed.Engine
+	mem      memory.Allocator
+	log      *slog.Logger
+	progress ProgressStore
+	follow   FollowOptions
+
+	// shutdown is done once Shutdown is called: follow streams and
+	// WatchCommits end with Unavailable.
+	shutdown     context.Context
+	stopFollowed context.CancelFunc
 }
 
 // New returns a server over the engine.
@@ -37,7 +107,9 @@ func New(engine *feed.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Server{engine: engine, mem: opts.Allocator, log: opts.Logger}
+	shutdown, stop := context.WithCancel(context.Background())
+	return &Server{engine: engine, mem: opts.Allocator, log: opts.Logger, progress: opts.Progress,
+		follow: opts.Follow.withDefaults(), shutdown: shutdown, stopFollowed: stop}
 }
 
 // Register registers the Flight service and the ControlService on a gRPC
@@ -46,6 +118,13 @@ func (s *Server) Register(r grpc.ServiceRegistrar) {
 	flightgen.RegisterFlightServiceServer(r, &flightService{s: s})
 	sluicev1.RegisterControlServiceServer(r, &controlService{s: s})
 }
+
+// Shutdown ends every follow stream and WatchCommits stream, at their next
+// batch or poll, with the status Unavailable "server shutting down", and
+// refuses new ones the same way; bounded reads go on. Call it before
+// grpc.Server.GracefulStop, which waits for running streams (and so would
+// wait forever for follow streams). It is idempotent.
+func (s *Server) Shutdown() { s.stopFollowed() }
 
 // fail logs a failed call and returns its gRPC status error.
 func (s *Server) fail(ctx context.Context, call string, err error) error {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,12 +28,14 @@ import (
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/progress"
 	"github.com/sluicefeed/sluice/server"
 )
 
 const tableName = "shop.orders"
 
 type fixture struct {
+	srv       *server.Server
 	cat       *catalog.Catalog
 	tbl       *table.Table
 	snapshots []int64
@@ -44,6 +47,18 @@ type fixture struct {
 // start writes a table of `commits` appends of `rows` rows (each with a
 // payload string of payloadBytes) and serves it in-process on loopback.
 func start(t *testing.T, commits, rows, payloadBytes int) *fixture {
+	t.Helper()
+	return startWith(t, commits, rows, payloadBytes, nil)
+}
+
+// testFollow are the follow options of the test servers: fast polls and
+// heartbeats.
+var testFollow = server.FollowOptions{PollInterval: 20 * time.Millisecond, HeartbeatInterval: 300 * time.Millisecond,
+	MaxBackoff: 100 * time.Millisecond}
+
+// startWith is start with the engine reading the catalog through wrap (nil:
+// the catalog itself).
+func startWith(t *testing.T, commits, rows, payloadBytes int, wrap func(feed.Tables) feed.Tables) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := tablewrite.OpenWarehouse(ctx, t.TempDir())
@@ -66,9 +81,19 @@ func start(t *testing.T, commits, rows, payloadBytes int) *fixture {
 	}
 
 	f.mem = memory.NewCheckedAllocator(memory.NewGoAllocator())
-	engine := feed.New(cat, feed.Options{Allocator: f.mem})
+	var tables feed.Tables = cat
+	if wrap != nil {
+		tables = wrap(cat)
+	}
+	engine := feed.New(tables, feed.Options{Allocator: f.mem})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(engine, server.Options{Allocator: f.mem, Logger: quiet})
+	store, err := progress.Open(ctx, filepath.Join(t.TempDir(), "consumers.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	srv := server.New(engine, server.Options{Allocator: f.mem, Logger: quiet, Progress: store, Follow: testFollow})
+	f.srv = srv
 	gs := grpc.NewServer(srv.ServerOptions()...)
 	srv.Register(gs)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -330,7 +355,17 @@ func TestErrorCodes(t *testing.T) {
 		{"reversed window", fmt.Sprintf(`{"table": "shop.orders", "from_snapshot": %d, "to_snapshot": %d}`,
 			f.snapshots[1], f.snapshots[0]), codes.InvalidArgument, "not an ancestor"},
 		{"bad compression", `{"table": "shop.orders", "compression": "gzip"}`, codes.InvalidArgument, "gzip"},
-		{"follow", `{"table": "shop.orders", "follow": true}`, codes.Unimplemented, "follow"},
+		{"follow with an end", `{"table": "shop.orders", "follow": true, "to_snapshot": 1}`, codes.InvalidArgument, "no end"},
+		{"follow net changes", `{"table": "shop.orders", "follow": true, "net_changes": true}`, codes.InvalidArgument,
+			"net_changes"},
+		{"unknown start", `{"table": "shop.orders", "start": "earliest"}`, codes.InvalidArgument, "latest-full"},
+		{"start without its snapshot", `{"table": "shop.orders", "start": "from-snapshot"}`, codes.InvalidArgument,
+			"needs from_snapshot"},
+		{"from_snapshot with start latest", `{"table": "shop.orders", "start": "latest", "from_snapshot": 1}`,
+			codes.InvalidArgument, "from_snapshot goes with"},
+		{"bad consumer", `{"table": "shop.orders", "consumer": "a b"}`, codes.InvalidArgument, "consumer id"},
+		{"follow unknown table", `{"table": "shop.nope", "follow": true}`, codes.NotFound, "shop.nope"},
+		{"explain-only fields", `{"table": "shop.orders", "follow": true, "columns": ["nope"]}`, codes.InvalidArgument, `"nope"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

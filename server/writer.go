@@ -21,8 +21,9 @@ const MaxMessageBytes = 4 << 20
 // batchWriter writes change batches to a DoGet stream as Arrow IPC
 // messages, each record batch with its JSON app_metadata.
 type batchWriter struct {
-	pw *payloadWriter
-	w  *ipc.Writer
+	pw     *payloadWriter
+	w      *ipc.Writer
+	schema *arrow.Schema
 }
 
 func newBatchWriter(stream flight.DataStreamWriter, schema *arrow.Schema, compression string,
@@ -35,13 +36,28 @@ func newBatchWriter(stream flight.DataStreamWriter, schema *arrow.Schema, compre
 		opts = append(opts, ipc.WithZstd())
 	}
 	pw := &payloadWriter{stream: stream}
-	return &batchWriter{pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, opts...)}
+	return &batchWriter{pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, opts...), schema: schema}
 }
+
+// Kinds of batches, marked in their app_metadata.
+const (
+	// kindChanges: the changes of a window.
+	kindChanges = iota
+	// kindState: rows of a full state, as inserts ("full_state": true).
+	kindState
+	// kindHeartbeat: a 0-row batch that says a follow stream is alive and
+	// where it is ("heartbeat": true, snapshot_complete false).
+	kindHeartbeat
+)
 
 // write sends one batch with its app_metadata. It does not release the
 // batch.
-func (bw *batchWriter) write(b feed.Batch) error {
-	bw.pw.appMeta = appMetadata(b)
+func (bw *batchWriter) write(b feed.Batch) error { return bw.writeKind(b, kindChanges) }
+
+// writeKind sends one batch of the given kind with its app_metadata. It
+// does not release the batch.
+func (bw *batchWriter) writeKind(b feed.Batch, kind int) error {
+	bw.pw.appMeta = appMetadata(b, kind)
 	defer func() { bw.pw.appMeta = nil }()
 	return bw.w.Write(b.Record)
 }
@@ -54,7 +70,7 @@ func (bw *batchWriter) close() error { return bw.w.Close() }
 func (bw *batchWriter) sent() (messages int, bytes int64) { return bw.pw.messages, bw.pw.bytes }
 
 // appMetadata renders a batch's app_metadata JSON object.
-func appMetadata(b feed.Batch) []byte {
+func appMetadata(b feed.Batch, kind int) []byte {
 	buf := make([]byte, 0, 128)
 	buf = append(buf, `{"snapshot":`...)
 	buf = strconv.AppendInt(buf, b.Snapshot.ID, 10)
@@ -66,6 +82,12 @@ func appMetadata(b feed.Batch) []byte {
 	buf = strconv.AppendInt(buf, b.Snapshot.TimestampMs, 10)
 	buf = append(buf, `,"rows":`...)
 	buf = strconv.AppendInt(buf, b.Record.NumRows(), 10)
+	switch kind {
+	case kindState:
+		buf = append(buf, `,"full_state":true`...)
+	case kindHeartbeat:
+		buf = append(buf, `,"heartbeat":true`...)
+	}
 	return append(buf, '}')
 }
 

@@ -155,8 +155,6 @@ func TestChangesErrors(t *testing.T) {
 			codes.NotFound},
 		{"unknown to snapshot", sluice.ChangeRequest{Table: ordersTable, ToSnapshot: new(int64(42))},
 			codes.NotFound},
-		{"to before the first commit", sluice.ChangeRequest{Table: ordersTable,
-			ToTimestampMs: new(f.snaps[0].TimestampMs - 1)}, codes.NotFound},
 		{"from given twice", sluice.ChangeRequest{Table: ordersTable, FromSnapshot: snap(0), FromTimestampMs: ts(0)},
 			codes.InvalidArgument},
 		{"to given twice", sluice.ChangeRequest{Table: ordersTable, ToSnapshot: snap(1), ToTimestampMs: ts(1)},

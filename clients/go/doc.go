@@ -41,6 +41,17 @@
 // Meta.SnapshotComplete is true: every change of that snapshot has then
 // been seen.
 //
+// # Following a table
+//
+// [Client.Subscribe] opens a stream that follows a table: it starts by a
+// start mode ([StartLatestFull], the full state as inserts, by default), or
+// after the last checkpoint a durable consumer acknowledged with
+// [Subscription.Ack] or [Client.Ack], and then sends each new commit's
+// changes as it lands. It never ends by itself; when the server restarts it
+// ends with codes.Unavailable, and a new Subscribe with the same consumer
+// resumes after the last ack (at-least-once: apply changes idempotently).
+// [Client.WatchCommits] yields only the commit positions.
+//
 // # Control calls
 //
 // [Client.CommitSeq] is cheap to poll: it grows with every commit to the

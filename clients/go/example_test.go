@@ -159,3 +159,43 @@ func ExampleCode() {
 		log.Fatal(err)
 	}
 }
+
+// This example follows a table as a durable consumer: it resumes after its
+// last acknowledged checkpoint, applies each change idempotently and
+// acknowledges every complete snapshot.
+func ExampleClient_Subscribe() {
+	ctx := context.Background()
+	c, err := sluice.Dial(ctx, "grpc://127.0.0.1:8815")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	for {
+		sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{
+			Table:    "demo.orders",
+			Consumer: "orders-mirror",
+			Start:    sluice.StartLatestFull, // for a consumer without progress
+			Columns:  []string{"order_id", "status"},
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		for b, err := range sub.All() {
+			if err != nil {
+				// Unavailable: the server restarted; subscribe again and
+				// resume after the last ack (at-least-once).
+				log.Print(err)
+				break
+			}
+			_ = b.Record // apply the changes, idempotently
+			if b.Meta.SnapshotComplete {
+				if _, err := sub.Ack(ctx); err != nil {
+					log.Print(err)
+				}
+			}
+		}
+		sub.Release()
+		time.Sleep(time.Second)
+	}
+}

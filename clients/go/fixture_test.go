@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/progress"
 	"github.com/sluicefeed/sluice/server"
 )
 
@@ -184,7 +186,12 @@ func serve(t *testing.T, cat *catalog.Catalog, opts ...grpc.ServerOption) *testS
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	engine := feed.New(cat, feed.Options{Allocator: mem, MaxBatchRows: maxBatchRows})
-	srv := server.New(engine, server.Options{Allocator: mem, Logger: slog.New(slog.DiscardHandler)})
+	store, err := progress.Open(t.Context(), filepath.Join(t.TempDir(), "consumers.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(engine, server.Options{Allocator: mem, Logger: slog.New(slog.DiscardHandler), Progress: store,
+		Follow: server.FollowOptions{PollInterval: 20 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond}})
 	rec := &authRecorder{}
 	// As in flightd, a panic in a call fails the call with Internal.
 	recover := recovery.WithRecoveryHandler(func(p any) error {
@@ -202,6 +209,8 @@ func serve(t *testing.T, cat *catalog.Catalog, opts ...grpc.ServerOption) *testS
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 	t.Cleanup(func() {
+		defer store.Close()
+		srv.Shutdown()
 		stopped := make(chan struct{})
 		go func() {
 			gs.GracefulStop()

@@ -55,6 +55,14 @@ type BatchMeta struct {
 	// Rows is the number of rows in the batch; 0-row batches carry a
 	// snapshot's completion.
 	Rows int64
+	// Heartbeat is true on the 0-row batches an idle follow stream sends;
+	// Snapshot and CommitSeq then say where the stream stands (-1 and 0
+	// before its first snapshot), and SnapshotComplete is false.
+	Heartbeat bool
+	// FullState is true on the rows of a full state (the start modes
+	// latest-full and from-snapshot-full): the live rows of Snapshot, as
+	// inserts.
+	FullState bool
 }
 
 // ChangeBatch is one record batch of change rows, all made by one
@@ -253,9 +261,17 @@ func (r *ChangeReader) open() error {
 	if err != nil {
 		return callError(r.ctx, "Changes", err)
 	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(r.mem), ipc.WithSchema(r.schema))
+	opts := []ipc.Option{ipc.WithAllocator(r.mem)}
+	if r.schema != nil {
+		opts = append(opts, ipc.WithSchema(r.schema))
+	}
+	rdr, err := flight.NewRecordReader(stream, opts...)
 	if err != nil {
 		return callError(r.ctx, "Changes", err)
+	}
+	if r.schema == nil {
+		// A stream request: its schema is the one its first message says.
+		r.schema = rdr.Schema()
 	}
 	r.stream = rdr
 	return nil
@@ -291,6 +307,8 @@ type wireMeta struct {
 	SnapshotComplete *bool  `json:"snapshot_complete"`
 	TimestampMs      int64  `json:"timestamp_ms"`
 	Rows             *int64 `json:"rows"`
+	Heartbeat        bool   `json:"heartbeat"`
+	FullState        bool   `json:"full_state"`
 }
 
 // parseMeta parses a batch's app_metadata and checks it against the
@@ -310,5 +328,5 @@ func parseMeta(b []byte, rows int64) (BatchMeta, error) {
 		return BatchMeta{}, protocolError("app_metadata %q announces %d rows, but the batch has %d", b, *w.Rows, rows)
 	}
 	return BatchMeta{Snapshot: *w.Snapshot, CommitSeq: *w.CommitSeq, SnapshotComplete: *w.SnapshotComplete,
-		TimestampMs: w.TimestampMs, Rows: rows}, nil
+		TimestampMs: w.TimestampMs, Rows: rows, Heartbeat: w.Heartbeat, FullState: w.FullState}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/server"
 )
 
 // Defaults of Config.
@@ -29,6 +31,9 @@ const (
 	DefaultLogFormat       = "text"
 	DefaultGCPercent       = 300
 	DefaultMemoryLimitMiB  = 192
+	// DefaultProgressFile is the SQLite file of consumer progress, inside a
+	// local warehouse (in the working directory for a remote one).
+	DefaultProgressFile = "sluice-consumers.db"
 )
 
 // ErrConfig reports an invalid configuration.
@@ -71,6 +76,48 @@ type Config struct {
 	// (--memory-limit-mib, like GOMEMLIMIT, which wins when set): the
 	// collector works harder as the heap nears it. Default 192; 0: none.
 	MemoryLimitMiB int64 `yaml:"memory_limit_mib"`
+	// Follow tunes follow streams and WatchCommits.
+	Follow FollowConfig `yaml:"follow"`
+	// Progress configures the store of durable consumer progress.
+	Progress ProgressConfig `yaml:"progress"`
+}
+
+// FollowConfig tunes how follow streams watch tables.
+type FollowConfig struct {
+	// PollInterval is how often a follow stream reads a table's metadata
+	// for new commits (--poll-interval). Default 1s.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// HeartbeatInterval is how long an idle follow stream waits before it
+	// sends a 0-row heartbeat batch (--heartbeat-interval). Default 5s.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// MaxBackoff bounds the wait between polls while the catalog fails; the
+	// wait doubles from PollInterval (--max-backoff). Default 30s.
+	MaxBackoff time.Duration `yaml:"max_backoff"`
+}
+
+// ProgressConfig selects the consumer progress store.
+type ProgressConfig struct {
+	// DSN is the database (--progress-dsn): a SQLite file (a path,
+	// file:///path or sqlite:///path) or postgres://user:pw@host/db.
+	// Default: <warehouse>/sluice-consumers.db for a local warehouse,
+	// ./sluice-consumers.db for a remote one.
+	DSN string `yaml:"dsn"`
+}
+
+// ProgressDSN returns the progress store's DSN, the default applied.
+func (c Config) ProgressDSN() string {
+	if c.Progress.DSN != "" {
+		return c.Progress.DSN
+	}
+	w := c.Catalog.Warehouse
+	switch {
+	case strings.HasPrefix(w, "file://"):
+		return filepath.Join(strings.TrimPrefix(w, "file://"), DefaultProgressFile)
+	case strings.Contains(w, "://"):
+		return DefaultProgressFile
+	default:
+		return filepath.Join(w, DefaultProgressFile)
+	}
 }
 
 // EngineConfig tunes the change engine; zero values take the engine's
@@ -97,6 +144,11 @@ func DefaultConfig() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCPercent:       DefaultGCPercent,
 		MemoryLimitMiB:  DefaultMemoryLimitMiB,
+		Follow: FollowConfig{
+			PollInterval:      server.DefaultPollInterval,
+			HeartbeatInterval: server.DefaultHeartbeatInterval,
+			MaxBackoff:        server.DefaultMaxBackoff,
+		},
 	}
 }
 
@@ -127,6 +179,13 @@ func (c Config) Validate() error {
 	e := c.Engine
 	if e.ReadConcurrency < 0 || e.MaxBatchRows < 0 || e.MaxBatchBytes < 0 {
 		return fmt.Errorf("%w: engine settings must not be negative", ErrConfig)
+	}
+	if fc := c.Follow; fc.PollInterval <= 0 || fc.HeartbeatInterval <= 0 || fc.MaxBackoff <= 0 {
+		return fmt.Errorf("%w: poll interval, heartbeat interval and max backoff must be positive", ErrConfig)
+	}
+	if c.Follow.MaxBackoff < c.Follow.PollInterval {
+		return fmt.Errorf("%w: max backoff %s is shorter than the poll interval %s", ErrConfig, c.Follow.MaxBackoff,
+			c.Follow.PollInterval)
 	}
 	if e.MaxBatchBytes > feed.HardMaxBatchBytes {
 		return fmt.Errorf("%w: max batch bytes %d is above the limit of %d", ErrConfig, e.MaxBatchBytes,
@@ -170,6 +229,12 @@ func LoadConfig(args, environ []string, out io.Writer) (Config, error) {
 		fs.Int64Var(&c.Engine.MaxBatchBytes, "max-batch-bytes", c.Engine.MaxBatchBytes, "target bytes per batch (0: default)")
 		fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "Go GC target percent (GOGC wins when set)")
 		fs.Int64Var(&c.MemoryLimitMiB, "memory-limit-mib", c.MemoryLimitMiB, "Go soft memory limit in MiB, 0: none (GOMEMLIMIT wins when set)")
+		fs.DurationVar(&c.Follow.PollInterval, "poll-interval", c.Follow.PollInterval, "how often follow streams poll a table for new commits")
+		fs.DurationVar(&c.Follow.HeartbeatInterval, "heartbeat-interval", c.Follow.HeartbeatInterval,
+			"how long an idle follow stream waits before a heartbeat batch")
+		fs.DurationVar(&c.Follow.MaxBackoff, "max-backoff", c.Follow.MaxBackoff, "longest wait between polls while the catalog fails")
+		fs.StringVar(&c.Progress.DSN, "progress-dsn", c.Progress.DSN,
+			"consumer progress store: a SQLite file or postgres://... (default <warehouse>/sluice-consumers.db)")
 	}
 	probe := cfg
 	bind(&probe)
@@ -227,6 +292,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_READY_FILE":   &cfg.ReadyFile,
 		"SLUICE_LOG_LEVEL":    &cfg.LogLevel,
 		"SLUICE_LOG_FORMAT":   &cfg.LogFormat,
+		"SLUICE_PROGRESS_DSN": &cfg.Progress.DSN,
 	}
 	for k, p := range str {
 		if v, ok := env[k]; ok {
@@ -268,12 +334,20 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		}
 		cfg.Demo = b
 	}
-	if v, ok := env["SLUICE_SHUTDOWN_TIMEOUT"]; ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("%w: SLUICE_SHUTDOWN_TIMEOUT=%q is not a duration", ErrConfig, v)
+	durations := map[string]*time.Duration{
+		"SLUICE_SHUTDOWN_TIMEOUT":   &cfg.ShutdownTimeout,
+		"SLUICE_POLL_INTERVAL":      &cfg.Follow.PollInterval,
+		"SLUICE_HEARTBEAT_INTERVAL": &cfg.Follow.HeartbeatInterval,
+		"SLUICE_MAX_BACKOFF":        &cfg.Follow.MaxBackoff,
+	}
+	for k, p := range durations {
+		if v, ok := env[k]; ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%w: %s=%q is not a duration", ErrConfig, k, v)
+			}
+			*p = d
 		}
-		cfg.ShutdownTimeout = d
 	}
 	return nil
 }

@@ -107,3 +107,41 @@ func TestLoadConfigErrors(t *testing.T) {
 		t.Fatalf("--help: %v", err)
 	}
 }
+
+func TestFollowConfig(t *testing.T) {
+	dir := t.TempDir()
+	yamlFile := filepath.Join(dir, "flightd.yaml")
+	if err := os.WriteFile(yamlFile, []byte("follow:\n  poll_interval: 2s\n  heartbeat_interval: 7s\nprogress:\n  dsn: postgres://u@h/db\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(nil, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Follow.PollInterval != time.Second || c.Follow.HeartbeatInterval != 5*time.Second || c.Follow.MaxBackoff != 30*time.Second {
+		t.Fatalf("defaults: %+v", c.Follow)
+	}
+	if got := c.ProgressDSN(); got != filepath.Join("./warehouse", "sluice-consumers.db") {
+		t.Fatalf("default DSN %s", got)
+	}
+	c, err = LoadConfig([]string{"--config", yamlFile, "--max-backoff", "9s"}, []string{"SLUICE_HEARTBEAT_INTERVAL=3s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Follow.PollInterval != 2*time.Second || c.Follow.HeartbeatInterval != 3*time.Second ||
+		c.Follow.MaxBackoff != 9*time.Second || c.ProgressDSN() != "postgres://u@h/db" {
+		t.Fatalf("yaml, env and flags: %+v %s", c.Follow, c.ProgressDSN())
+	}
+	c, err = LoadConfig([]string{"--warehouse", "s3://bucket/wh", "--catalog-type", "rest", "--catalog-uri", "http://x"}, nil, io.Discard)
+	if err != nil || c.ProgressDSN() != "sluice-consumers.db" {
+		t.Fatalf("remote warehouse: %v %s", err, c.ProgressDSN())
+	}
+	for _, args := range [][]string{{"--poll-interval", "0s"}, {"--heartbeat-interval", "-1s"}, {"--poll-interval", "10s", "--max-backoff", "1s"}} {
+		if _, err := LoadConfig(args, nil, io.Discard); !errors.Is(err, ErrConfig) {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if _, err := LoadConfig(nil, []string{"SLUICE_POLL_INTERVAL=soon"}, io.Discard); !errors.Is(err, ErrConfig) {
+		t.Errorf("bad env duration: %v", err)
+	}
+}

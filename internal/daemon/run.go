@@ -16,6 +16,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/internal/demo"
+	"github.com/sluicefeed/sluice/progress"
 	"github.com/sluicefeed/sluice/server"
 )
 
@@ -43,7 +44,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		MaxBatchRows:    cfg.Engine.MaxBatchRows,
 		MaxBatchBytes:   cfg.Engine.MaxBatchBytes,
 	})
-	srv := server.New(engine, server.Options{Logger: log})
+	dsn := cfg.ProgressDSN()
+	store, err := progress.Open(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("consumer progress store: %w", err)
+	}
+	defer store.Close()
+	srv := server.New(engine, server.Options{Logger: log, Progress: store, Follow: server.FollowOptions{
+		PollInterval:      cfg.Follow.PollInterval,
+		HeartbeatInterval: cfg.Follow.HeartbeatInterval,
+		MaxBackoff:        cfg.Follow.MaxBackoff,
+	}})
 
 	gs := grpc.NewServer(srv.ServerOptions()...)
 	srv.Register(gs)
@@ -56,7 +67,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(lis) }()
 
-	log.Info("serving", "address", addr, "catalog", cfg.Catalog.Type, "warehouse", cfg.Catalog.Warehouse)
+	log.Info("serving", "address", addr, "catalog", cfg.Catalog.Type, "warehouse", cfg.Catalog.Warehouse,
+		"progress", progress.Redact(dsn), "progress_store", store.Dialect())
 	if cfg.ReadyFile != "" {
 		if err := writeReadyFile(cfg.ReadyFile, addr); err != nil {
 			gs.Stop()
@@ -75,6 +87,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("stopping", "timeout", cfg.ShutdownTimeout)
+	// Follow streams never end by themselves: end them (Unavailable "server
+	// shutting down") so that GracefulStop waits only for bounded reads.
+	srv.Shutdown()
 	stopped := make(chan struct{})
 	go func() {
 		gs.GracefulStop()

@@ -13,11 +13,18 @@ Example::
             if b.snapshot_complete:
                 checkpoint = b.snapshot
 
+        # Follow the table as it commits, resuming after the last ack.
+        for b in client.subscribe("demo.orders", consumer="worker-1"):
+            apply(b.batch)
+            if b.snapshot_complete:
+                b.ack()
+
 Every failure raises a :class:`SluiceError` whose ``code`` is the gRPC code
 name and whose ``message`` is the server's message.
 """
 
 from .client import DEFAULT_URI, ChangeBatch, Client, connect
+from .subscription import START_MODES, FollowBatch, Subscription
 from .errors import (
     Cancelled,
     DeadlineExceeded,
@@ -40,6 +47,9 @@ __all__ = [
     "ChangeBatch",
     "Client",
     "connect",
+    "FollowBatch",
+    "Subscription",
+    "START_MODES",
     "SluiceError",
     "InvalidArgument",
     "NotFound",

@@ -13,8 +13,9 @@ import pyarrow.flight as flight
 
 from .errors import PYARROW_ERRORS, FailedPrecondition, Internal, InvalidArgument, from_exception, translated
 from .request import change_request, encode
+from .subscription import FollowBatch, Subscription, stream_request
 
-__all__ = ["DEFAULT_URI", "ChangeBatch", "Client", "connect"]
+__all__ = ["DEFAULT_URI", "ChangeBatch", "Client", "FollowBatch", "Subscription", "connect"]
 
 #: The address a Sluice server listens on by default.
 DEFAULT_URI = "grpc://127.0.0.1:8815"
@@ -203,6 +204,14 @@ class Client:
                     c = flight.FlightClient(uri, **self._connect_kwargs)
                 self._others[uri] = c
             return c
+
+    def _track(self, stream: flight.FlightStreamReader) -> None:
+        with self._lock:
+            self._streams.add(stream)
+
+    def _untrack(self, stream: flight.FlightStreamReader) -> None:
+        with self._lock:
+            self._streams.discard(stream)
 
     def _action(self, name: str, body: Dict[str, Any]) -> Any:
         self._check_open()
@@ -506,6 +515,105 @@ class Client:
                              net_changes, from_timestamp_ms, to_timestamp_ms, compression)
         return self._action("explain", req)
 
+    # -- following --------------------------------------------------------
+
+    def subscribe(
+        self,
+        table: str,
+        consumer: Optional[str] = None,
+        start: Optional[str] = None,
+        *,
+        columns: Optional[Sequence[str]] = None,
+        filter: Optional[str] = None,
+        identity: Optional[Sequence[str]] = None,
+        fold_updates: bool = False,
+        from_snapshot: Optional[int] = None,
+        from_timestamp_ms: Optional[int] = None,
+        follow: bool = True,
+        heartbeats: bool = False,
+        reconnect: bool = False,
+        max_backoff: float = 10.0,
+        compression: Optional[str] = None,
+    ) -> Subscription:
+        """Follow a table's change feed: an iterator of :class:`FollowBatch`.
+
+        The stream starts where ``start`` says (unless ``from_snapshot`` /
+        ``from_timestamp_ms`` are given, or the consumer has acknowledged
+        progress, which win in that order), streams every change up to the
+        current snapshot, then each new commit as it lands. Call
+        :meth:`FollowBatch.ack` on a batch whose ``snapshot_complete`` is
+        true, once its changes are processed: a later subscription with the
+        same ``consumer`` resumes right after it (at-least-once: changes after
+        the last ack are delivered again).
+
+        Args:
+            table: ``"namespace.table"``.
+            consumer: Durable consumer id whose progress is resumed and
+                acknowledged; None: no server-side progress.
+            start: ``"latest-full"`` (default: the current state as inserts,
+                then changes), ``"latest"`` (only changes after the current
+                snapshot), ``"from-snapshot"``, ``"from-snapshot-full"``
+                (with ``from_snapshot``), ``"from-timestamp"`` (with
+                ``from_timestamp_ms``: changes from the first snapshot
+                committed at or after it).
+            columns, filter, identity, fold_updates, compression: As in
+                :meth:`changes`.
+            from_snapshot, from_timestamp_ms: An explicit start.
+            follow: False ends the stream once it has caught up.
+            heartbeats: Also yield the 0-row heartbeat batches an idle
+                stream sends (``batch.heartbeat`` is true).
+            reconnect: Open the stream again (after a backoff up to
+                ``max_backoff`` seconds) when it fails with ``UNAVAILABLE``:
+                the server restarted or shut down.
+
+        Raises:
+            TypeError, InvalidArgument: bad arguments, before anything is
+                sent.
+            SluiceError: when the stream cannot start, and while iterating.
+        """
+        req = stream_request(table, consumer, start, follow, from_snapshot, from_timestamp_ms, columns, filter,
+                             identity, fold_updates, compression)
+        if not isinstance(max_backoff, (int, float)) or isinstance(max_backoff, bool) or max_backoff <= 0:
+            raise TypeError("max_backoff must be a positive number of seconds")
+        return Subscription(self, req, heartbeats=heartbeats, reconnect=reconnect, max_backoff=float(max_backoff))
+
+    def ack(self, consumer: str, table: str, snapshot: int) -> Dict[str, Any]:
+        """Record, durably, that ``consumer`` has processed every change of
+        ``table`` up to and including ``snapshot`` (a snapshot on the table's
+        lineage). Returns the consumer's progress."""
+        body = {"consumer": consumer, "table": _table(table), "snapshot": _snapshot_id(snapshot)}
+        return self._action("ack", body)
+
+    def consumer_progress(self, consumer: str, table: str) -> Dict[str, Any]:
+        """Return a consumer's progress on a table: ``snapshot``,
+        ``commit_seq``, ``timestamp_ms``, ``acked_at_ms``, ``lag_commits``,
+        ``lag_ms`` and ``expired`` (raises NotFound without progress)."""
+        return self._action("consumer_progress", {"consumer": consumer, "table": _table(table)})
+
+    def list_consumers(self, table: str) -> List[Dict[str, Any]]:
+        """Return the progress of every consumer of a table, with its lag."""
+        return list(self._action("list_consumers", {"table": _table(table)}).get("consumers") or [])
+
+    def reset_consumer(self, consumer: str, table: str) -> bool:
+        """Forget a consumer's progress on a table; return whether it had
+        any."""
+        return bool(self._action("reset_consumer", {"consumer": consumer, "table": _table(table)})["removed"])
+
+    def watch_commits(self, table: str) -> Iterator[Dict[str, Any]]:
+        """Yield the table's commit position (``{"table", "commit_seq",
+        "snapshot", "timestamp_ms"}``): the current one, then one per new
+        commit, as it lands. The iterator blocks between commits; it ends only
+        with an error (or when the client is closed)."""
+        self._check_open()
+        body = encode({"table": _table(table)})
+        with translated():
+            results = self._flight.do_action(flight.Action("watch_commits", body),
+                                             options=self.call_options(unary=False))
+            for r in results:
+                if self._closed:
+                    return
+                yield json.loads(r.body.to_pybytes())
+
     # -- lifetime ---------------------------------------------------------
 
     def close(self) -> None:
@@ -545,6 +653,12 @@ class Client:
         """Describe the client."""
         state = "closed" if self._closed else "open"
         return f"<sluice.Client {self._uri or '?'} {state}>"
+
+
+def _snapshot_id(snapshot: Any) -> int:
+    if isinstance(snapshot, bool) or not isinstance(snapshot, int):
+        raise TypeError(f"snapshot must be an int, not {type(snapshot).__name__}")
+    return snapshot
 
 
 def _table(table: Any) -> str:

@@ -54,9 +54,9 @@ def change_batch(ids: List[int], snapshot: int) -> pa.RecordBatch:
     )
 
 
-def meta(snapshot: int, complete: bool, rows: int) -> bytes:
+def meta(snapshot: int, complete: bool, rows: int, **extra: Any) -> bytes:
     return json.dumps({"snapshot": snapshot, "commit_seq": snapshot, "snapshot_complete": complete,
-                       "timestamp_ms": 1_700_000_000_000 + snapshot, "rows": rows}).encode()
+                       "timestamp_ms": 1_700_000_000_000 + snapshot, "rows": rows, **extra}).encode()
 
 
 class RecordHeaders(flight.ServerMiddlewareFactory):
@@ -81,6 +81,7 @@ class FakeSluice(flight.FlightServerBase):
         super().__init__("grpc://127.0.0.1:0", middleware={"headers": self.headers}, **kwargs)
         self.commands: List[Dict[str, Any]] = []
         self.actions: List[Any] = []
+        self.streams: List[Dict[str, Any]] = []  # stream requests, in order
 
     def _request(self, raw: bytes) -> Dict[str, Any]:
         req = json.loads(raw)
@@ -107,8 +108,28 @@ class FakeSluice(flight.FlightServerBase):
         self._request(descriptor.command)
         return flight.SchemaResult(SCHEMA)
 
+    def _follow(self, req):
+        """A stream request: snapshot 1 (complete), a heartbeat, snapshot 2
+        (in two batches); then table follow.flaky fails the first stream
+        with UNAVAILABLE, and other tables end (a bounded stream)."""
+        self.streams.append(req)
+        if req["table"].startswith("error."):
+            raise ERRORS[req["table"][len("error."):]]()
+        first = len([r for r in self.streams if r["table"] == req["table"]]) == 1
+
+        def gen():
+            yield change_batch([1, 2], 1), meta(1, True, 2)
+            yield change_batch([], 1), meta(1, False, 0, heartbeat=True)
+            yield change_batch([3], 2), meta(2, False, 1)
+            if req["table"] == "follow.flaky" and first:
+                raise flight.FlightUnavailableError("server shutting down")
+            yield change_batch([4], 2), meta(2, True, 1)
+        return flight.GeneratorStream(SCHEMA, gen())
+
     def do_get(self, context, ticket):
         t = ticket.ticket
+        if t.startswith(b"{"):
+            return self._follow(json.loads(t))
         if t == b"part1":
             return flight.GeneratorStream(SCHEMA, iter([
                 (change_batch([1, 2], 1), meta(1, False, 2)),
@@ -149,6 +170,21 @@ class FakeSluice(flight.FlightServerBase):
                     b'"sequence_number":2,"commit_seq":2,"timestamp_ms":2,"operation":"append","schema_id":0}]}']
         if action.type == "explain":
             return [json.dumps({"table": "a.b", "request": json.loads(body), "snapshots": []}).encode()]
+        if action.type == "ack":
+            req = json.loads(body)
+            return [json.dumps({**req, "commit_seq": req["snapshot"], "lag_commits": 0}).encode()]
+        if action.type == "consumer_progress":
+            req = json.loads(body)
+            if req["consumer"] == "nobody":
+                raise KeyError("progress: no progress: consumer nobody")
+            return [json.dumps({**req, "snapshot": 2, "lag_commits": 1}).encode()]
+        if action.type == "list_consumers":
+            return [b'{"table":"a.b","consumers":[{"consumer":"c1","snapshot":2,"lag_commits":1}]}']
+        if action.type == "reset_consumer":
+            return [json.dumps({**json.loads(body), "removed": True}).encode()]
+        if action.type == "watch_commits":
+            return [json.dumps({"table": "a.b", "commit_seq": i, "snapshot": 10 + i, "timestamp_ms": i}).encode()
+                    for i in (1, 2, 3)]
         if action.type == "two_results":
             return [b"{}", b"{}"]
         raise pa.ArrowInvalid(f"unknown action {action.type!r}")

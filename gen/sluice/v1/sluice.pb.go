@@ -63,11 +63,39 @@ type ChangeRequest struct {
 	FoldUpdates bool `protobuf:"varint,9,opt,name=fold_updates,json=foldUpdates,proto3" json:"fold_updates,omitempty"`
 	// Collapse the window to its net changes per identity (or per whole row).
 	NetChanges bool `protobuf:"varint,10,opt,name=net_changes,json=netChanges,proto3" json:"net_changes,omitempty"`
-	// Keep the stream open and send new commits as they land.
+	// Follow the table: after the changes up to the current snapshot, keep
+	// the DoGet stream open and send each new commit's changes as it lands.
+	// While there is nothing to send, a 0-row heartbeat batch (app_metadata
+	// {"heartbeat": true, ...}, snapshot_complete false) goes out every
+	// heartbeat interval. The stream ends only when the client cancels it,
+	// with an error, or when the server shuts down (UNAVAILABLE "server
+	// shutting down"); it never ends cleanly. Not with to_snapshot,
+	// to_timestamp_ms or net_changes.
 	Follow bool `protobuf:"varint,11,opt,name=follow,proto3" json:"follow,omitempty"`
-	// Start mode for follow streams.
+	// Where a stream starts when neither from_snapshot nor from_timestamp_ms
+	// is given and the consumer (if any) has no progress:
+	//
+	//	"latest-full" (default): the full state of the current snapshot as
+	//	  insert rows (app_metadata "full_state": true; the last batch is
+	//	  snapshot_complete), then the changes of every later commit;
+	//	"latest": only the changes after the snapshot current when the
+	//	  stream starts (on an empty table: from its first commit);
+	//	"from-snapshot" (with from_snapshot): the changes after it;
+	//	"from-snapshot-full" (with from_snapshot): the full state at it, then
+	//	  the changes after it;
+	//	"from-timestamp" (with from_timestamp_ms): the changes from the first
+	//	  snapshot committed at or after that time.
+	//
+	// Precedence: an explicit from_snapshot or from_timestamp_ms, then the
+	// consumer's progress, then start. On an empty table every mode waits for
+	// the first commit. A start before the retained history is
+	// FAILED_PRECONDITION ("resync required"). Without follow the stream
+	// ends once it has caught up with the snapshot current when it started.
 	Start string `protobuf:"bytes,12,opt,name=start,proto3" json:"start,omitempty"`
-	// Durable consumer id whose progress is resumed and acknowledged.
+	// Durable consumer id ([A-Za-z0-9._:@/-], at most 200 characters). A
+	// request naming a consumer that has acknowledged progress on the table
+	// (ControlService.Ack) resumes right after the acknowledged snapshot,
+	// unless it gives from_snapshot or from_timestamp_ms.
 	Consumer string `protobuf:"bytes,13,opt,name=consumer,proto3" json:"consumer,omitempty"`
 	// IPC body compression of the streamed batches: "" (none), "lz4", "zstd".
 	Compression   string `protobuf:"bytes,14,opt,name=compression,proto3" json:"compression,omitempty"`
@@ -203,6 +231,498 @@ func (x *ChangeRequest) GetCompression() string {
 	return ""
 }
 
+// AckRequest acknowledges a consumer's checkpoint.
+type AckRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Consumer string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// "namespace.table".
+	Table string `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// The snapshot whose changes the consumer has processed, all of them and
+	// every snapshot's before it.
+	Snapshot      int64 `protobuf:"varint,3,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckRequest) Reset() {
+	*x = AckRequest{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckRequest) ProtoMessage() {}
+
+func (x *AckRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
+func (*AckRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AckRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *AckRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *AckRequest) GetSnapshot() int64 {
+	if x != nil {
+		return x.Snapshot
+	}
+	return 0
+}
+
+// ConsumerProgressRequest names a consumer and a table.
+type ConsumerProgressRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Consumer      string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerProgressRequest) Reset() {
+	*x = ConsumerProgressRequest{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerProgressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerProgressRequest) ProtoMessage() {}
+
+func (x *ConsumerProgressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerProgressRequest.ProtoReflect.Descriptor instead.
+func (*ConsumerProgressRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ConsumerProgressRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ConsumerProgressRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+// ConsumerProgress is a consumer's acknowledged position on a table.
+type ConsumerProgress struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Consumer string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// The acknowledged snapshot.
+	Snapshot int64 `protobuf:"varint,3,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// Its commit sequence and commit time (ms since the epoch).
+	CommitSeq   int64 `protobuf:"varint,4,opt,name=commit_seq,json=commitSeq,proto3" json:"commit_seq,omitempty"`
+	TimestampMs int64 `protobuf:"varint,5,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	// When the acknowledgement was recorded (ms since the epoch).
+	AckedAtMs int64 `protobuf:"varint,6,opt,name=acked_at_ms,json=ackedAtMs,proto3" json:"acked_at_ms,omitempty"`
+	// Commits on the table's lineage after the acknowledged snapshot.
+	LagCommits int64 `protobuf:"varint,7,opt,name=lag_commits,json=lagCommits,proto3" json:"lag_commits,omitempty"`
+	// Commit time of the current snapshot minus that of the acknowledged
+	// one, in milliseconds (0 when caught up).
+	LagMs int64 `protobuf:"varint,8,opt,name=lag_ms,json=lagMs,proto3" json:"lag_ms,omitempty"`
+	// True when the acknowledged snapshot is no longer in the table's
+	// retained history: resuming fails with FAILED_PRECONDITION ("resync
+	// required"); reset the consumer.
+	Expired       bool `protobuf:"varint,9,opt,name=expired,proto3" json:"expired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerProgress) Reset() {
+	*x = ConsumerProgress{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerProgress) ProtoMessage() {}
+
+func (x *ConsumerProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerProgress.ProtoReflect.Descriptor instead.
+func (*ConsumerProgress) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ConsumerProgress) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ConsumerProgress) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *ConsumerProgress) GetSnapshot() int64 {
+	if x != nil {
+		return x.Snapshot
+	}
+	return 0
+}
+
+func (x *ConsumerProgress) GetCommitSeq() int64 {
+	if x != nil {
+		return x.CommitSeq
+	}
+	return 0
+}
+
+func (x *ConsumerProgress) GetTimestampMs() int64 {
+	if x != nil {
+		return x.TimestampMs
+	}
+	return 0
+}
+
+func (x *ConsumerProgress) GetAckedAtMs() int64 {
+	if x != nil {
+		return x.AckedAtMs
+	}
+	return 0
+}
+
+func (x *ConsumerProgress) GetLagCommits() int64 {
+	if x != nil {
+		return x.LagCommits
+	}
+	return 0
+}
+
+func (x *ConsumerProgress) GetLagMs() int64 {
+	if x != nil {
+		return x.LagMs
+	}
+	return 0
+}
+
+func (x *ConsumerProgress) GetExpired() bool {
+	if x != nil {
+		return x.Expired
+	}
+	return false
+}
+
+// ListConsumersRequest names the table.
+type ListConsumersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConsumersRequest) Reset() {
+	*x = ListConsumersRequest{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConsumersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConsumersRequest) ProtoMessage() {}
+
+func (x *ListConsumersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConsumersRequest.ProtoReflect.Descriptor instead.
+func (*ListConsumersRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ListConsumersRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+// ListConsumersResponse lists a table's consumers, by id.
+type ListConsumersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Consumers     []*ConsumerProgress    `protobuf:"bytes,2,rep,name=consumers,proto3" json:"consumers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConsumersResponse) Reset() {
+	*x = ListConsumersResponse{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConsumersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConsumersResponse) ProtoMessage() {}
+
+func (x *ListConsumersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConsumersResponse.ProtoReflect.Descriptor instead.
+func (*ListConsumersResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListConsumersResponse) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *ListConsumersResponse) GetConsumers() []*ConsumerProgress {
+	if x != nil {
+		return x.Consumers
+	}
+	return nil
+}
+
+// ResetConsumerRequest names a consumer and a table.
+type ResetConsumerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Consumer      string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetConsumerRequest) Reset() {
+	*x = ResetConsumerRequest{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetConsumerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetConsumerRequest) ProtoMessage() {}
+
+func (x *ResetConsumerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetConsumerRequest.ProtoReflect.Descriptor instead.
+func (*ResetConsumerRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ResetConsumerRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ResetConsumerRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+// ResetConsumerResponse says whether there was progress to forget.
+type ResetConsumerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Consumer      string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	Removed       bool                   `protobuf:"varint,3,opt,name=removed,proto3" json:"removed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetConsumerResponse) Reset() {
+	*x = ResetConsumerResponse{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetConsumerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetConsumerResponse) ProtoMessage() {}
+
+func (x *ResetConsumerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetConsumerResponse.ProtoReflect.Descriptor instead.
+func (*ResetConsumerResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ResetConsumerResponse) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ResetConsumerResponse) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *ResetConsumerResponse) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
+// WatchCommitsRequest names the table to watch.
+type WatchCommitsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchCommitsRequest) Reset() {
+	*x = WatchCommitsRequest{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchCommitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchCommitsRequest) ProtoMessage() {}
+
+func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchCommitsRequest.ProtoReflect.Descriptor instead.
+func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *WatchCommitsRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
 // CommitSeqRequest names the table to poll.
 type CommitSeqRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -213,7 +733,7 @@ type CommitSeqRequest struct {
 
 func (x *CommitSeqRequest) Reset() {
 	*x = CommitSeqRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -225,7 +745,7 @@ func (x *CommitSeqRequest) String() string {
 func (*CommitSeqRequest) ProtoMessage() {}
 
 func (x *CommitSeqRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -238,7 +758,7 @@ func (x *CommitSeqRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitSeqRequest.ProtoReflect.Descriptor instead.
 func (*CommitSeqRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{1}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CommitSeqRequest) GetTable() string {
@@ -265,7 +785,7 @@ type CommitSeqResponse struct {
 
 func (x *CommitSeqResponse) Reset() {
 	*x = CommitSeqResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -277,7 +797,7 @@ func (x *CommitSeqResponse) String() string {
 func (*CommitSeqResponse) ProtoMessage() {}
 
 func (x *CommitSeqResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -290,7 +810,7 @@ func (x *CommitSeqResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitSeqResponse.ProtoReflect.Descriptor instead.
 func (*CommitSeqResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{2}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CommitSeqResponse) GetTable() string {
@@ -330,7 +850,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -342,7 +862,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -355,7 +875,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{3}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{11}
 }
 
 // ListTablesResponse lists readable tables.
@@ -368,7 +888,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -380,7 +900,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -393,7 +913,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{4}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListTablesResponse) GetTables() []*TableInfo {
@@ -421,7 +941,7 @@ type TableInfo struct {
 
 func (x *TableInfo) Reset() {
 	*x = TableInfo{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -433,7 +953,7 @@ func (x *TableInfo) String() string {
 func (*TableInfo) ProtoMessage() {}
 
 func (x *TableInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -446,7 +966,7 @@ func (x *TableInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfo.ProtoReflect.Descriptor instead.
 func (*TableInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{5}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TableInfo) GetName() string {
@@ -494,7 +1014,7 @@ type ListSnapshotsRequest struct {
 
 func (x *ListSnapshotsRequest) Reset() {
 	*x = ListSnapshotsRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +1026,7 @@ func (x *ListSnapshotsRequest) String() string {
 func (*ListSnapshotsRequest) ProtoMessage() {}
 
 func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +1039,7 @@ func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{6}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListSnapshotsRequest) GetTable() string {
@@ -540,7 +1060,7 @@ type ListSnapshotsResponse struct {
 
 func (x *ListSnapshotsResponse) Reset() {
 	*x = ListSnapshotsResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +1072,7 @@ func (x *ListSnapshotsResponse) String() string {
 func (*ListSnapshotsResponse) ProtoMessage() {}
 
 func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +1085,7 @@ func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{7}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListSnapshotsResponse) GetTable() string {
@@ -600,7 +1120,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -612,7 +1132,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +1145,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{8}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SnapshotInfo) GetSnapshot() int64 {
@@ -710,7 +1230,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +1242,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +1255,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{9}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Plan) GetTable() string {
@@ -837,7 +1357,7 @@ type SnapshotPlan struct {
 
 func (x *SnapshotPlan) Reset() {
 	*x = SnapshotPlan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +1369,7 @@ func (x *SnapshotPlan) String() string {
 func (*SnapshotPlan) ProtoMessage() {}
 
 func (x *SnapshotPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +1382,7 @@ func (x *SnapshotPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPlan.ProtoReflect.Descriptor instead.
 func (*SnapshotPlan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{10}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SnapshotPlan) GetSnapshot() int64 {
@@ -951,7 +1471,7 @@ type FilePlan struct {
 
 func (x *FilePlan) Reset() {
 	*x = FilePlan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1483,7 @@ func (x *FilePlan) String() string {
 func (*FilePlan) ProtoMessage() {}
 
 func (x *FilePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1496,7 @@ func (x *FilePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilePlan.ProtoReflect.Descriptor instead.
 func (*FilePlan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{11}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FilePlan) GetPath() string {
@@ -1040,7 +1560,41 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\x0e_from_snapshotB\x14\n" +
 	"\x12_from_timestamp_msB\x0e\n" +
 	"\f_to_snapshotB\x12\n" +
-	"\x10_to_timestamp_ms\"(\n" +
+	"\x10_to_timestamp_ms\"Z\n" +
+	"\n" +
+	"AckRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1a\n" +
+	"\bsnapshot\x18\x03 \x01(\x03R\bsnapshot\"K\n" +
+	"\x17ConsumerProgressRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"\x94\x02\n" +
+	"\x10ConsumerProgress\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1a\n" +
+	"\bsnapshot\x18\x03 \x01(\x03R\bsnapshot\x12\x1d\n" +
+	"\n" +
+	"commit_seq\x18\x04 \x01(\x03R\tcommitSeq\x12!\n" +
+	"\ftimestamp_ms\x18\x05 \x01(\x03R\vtimestampMs\x12\x1e\n" +
+	"\vacked_at_ms\x18\x06 \x01(\x03R\tackedAtMs\x12\x1f\n" +
+	"\vlag_commits\x18\a \x01(\x03R\n" +
+	"lagCommits\x12\x15\n" +
+	"\x06lag_ms\x18\b \x01(\x03R\x05lagMs\x12\x18\n" +
+	"\aexpired\x18\t \x01(\bR\aexpired\",\n" +
+	"\x14ListConsumersRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\"h\n" +
+	"\x15ListConsumersResponse\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x129\n" +
+	"\tconsumers\x18\x02 \x03(\v2\x1b.sluice.v1.ConsumerProgressR\tconsumers\"H\n" +
+	"\x14ResetConsumerRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"c\n" +
+	"\x15ResetConsumerResponse\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x18\n" +
+	"\aremoved\x18\x03 \x01(\bR\aremoved\"+\n" +
+	"\x13WatchCommitsRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\"(\n" +
 	"\x10CommitSeqRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\"\x99\x01\n" +
 	"\x11CommitSeqResponse\x12\x14\n" +
@@ -1117,13 +1671,18 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x12\n" +
 	"\x04role\x18\x03 \x01(\tR\x04role\x12!\n" +
 	"\frecord_count\x18\x04 \x01(\x03R\vrecordCount\x12&\n" +
-	"\x0ffile_size_bytes\x18\x05 \x01(\x03R\rfileSizeBytes2\xad\x02\n" +
+	"\x0ffile_size_bytes\x18\x05 \x01(\x03R\rfileSizeBytes2\xb8\x05\n" +
 	"\x0eControlService\x12F\n" +
 	"\tCommitSeq\x12\x1b.sluice.v1.CommitSeqRequest\x1a\x1c.sluice.v1.CommitSeqResponse\x12I\n" +
 	"\n" +
 	"ListTables\x12\x1c.sluice.v1.ListTablesRequest\x1a\x1d.sluice.v1.ListTablesResponse\x12R\n" +
 	"\rListSnapshots\x12\x1f.sluice.v1.ListSnapshotsRequest\x1a .sluice.v1.ListSnapshotsResponse\x124\n" +
-	"\aExplain\x12\x18.sluice.v1.ChangeRequest\x1a\x0f.sluice.v1.PlanB5Z3github.com/sluicefeed/sluice/gen/sluice/v1;sluicev1b\x06proto3"
+	"\aExplain\x12\x18.sluice.v1.ChangeRequest\x1a\x0f.sluice.v1.Plan\x129\n" +
+	"\x03Ack\x12\x15.sluice.v1.AckRequest\x1a\x1b.sluice.v1.ConsumerProgress\x12V\n" +
+	"\x13GetConsumerProgress\x12\".sluice.v1.ConsumerProgressRequest\x1a\x1b.sluice.v1.ConsumerProgress\x12R\n" +
+	"\rListConsumers\x12\x1f.sluice.v1.ListConsumersRequest\x1a .sluice.v1.ListConsumersResponse\x12R\n" +
+	"\rResetConsumer\x12\x1f.sluice.v1.ResetConsumerRequest\x1a .sluice.v1.ResetConsumerResponse\x12N\n" +
+	"\fWatchCommits\x12\x1e.sluice.v1.WatchCommitsRequest\x1a\x1c.sluice.v1.CommitSeqResponse0\x01B5Z3github.com/sluicefeed/sluice/gen/sluice/v1;sluicev1b\x06proto3"
 
 var (
 	file_sluice_v1_sluice_proto_rawDescOnce sync.Once
@@ -1137,41 +1696,60 @@ func file_sluice_v1_sluice_proto_rawDescGZIP() []byte {
 	return file_sluice_v1_sluice_proto_rawDescData
 }
 
-var file_sluice_v1_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_sluice_v1_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_sluice_v1_sluice_proto_goTypes = []any{
-	(*ChangeRequest)(nil),         // 0: sluice.v1.ChangeRequest
-	(*CommitSeqRequest)(nil),      // 1: sluice.v1.CommitSeqRequest
-	(*CommitSeqResponse)(nil),     // 2: sluice.v1.CommitSeqResponse
-	(*ListTablesRequest)(nil),     // 3: sluice.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),    // 4: sluice.v1.ListTablesResponse
-	(*TableInfo)(nil),             // 5: sluice.v1.TableInfo
-	(*ListSnapshotsRequest)(nil),  // 6: sluice.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil), // 7: sluice.v1.ListSnapshotsResponse
-	(*SnapshotInfo)(nil),          // 8: sluice.v1.SnapshotInfo
-	(*Plan)(nil),                  // 9: sluice.v1.Plan
-	(*SnapshotPlan)(nil),          // 10: sluice.v1.SnapshotPlan
-	(*FilePlan)(nil),              // 11: sluice.v1.FilePlan
-	nil,                           // 12: sluice.v1.SnapshotInfo.SummaryEntry
+	(*ChangeRequest)(nil),           // 0: sluice.v1.ChangeRequest
+	(*AckRequest)(nil),              // 1: sluice.v1.AckRequest
+	(*ConsumerProgressRequest)(nil), // 2: sluice.v1.ConsumerProgressRequest
+	(*ConsumerProgress)(nil),        // 3: sluice.v1.ConsumerProgress
+	(*ListConsumersRequest)(nil),    // 4: sluice.v1.ListConsumersRequest
+	(*ListConsumersResponse)(nil),   // 5: sluice.v1.ListConsumersResponse
+	(*ResetConsumerRequest)(nil),    // 6: sluice.v1.ResetConsumerRequest
+	(*ResetConsumerResponse)(nil),   // 7: sluice.v1.ResetConsumerResponse
+	(*WatchCommitsRequest)(nil),     // 8: sluice.v1.WatchCommitsRequest
+	(*CommitSeqRequest)(nil),        // 9: sluice.v1.CommitSeqRequest
+	(*CommitSeqResponse)(nil),       // 10: sluice.v1.CommitSeqResponse
+	(*ListTablesRequest)(nil),       // 11: sluice.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),      // 12: sluice.v1.ListTablesResponse
+	(*TableInfo)(nil),               // 13: sluice.v1.TableInfo
+	(*ListSnapshotsRequest)(nil),    // 14: sluice.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 15: sluice.v1.ListSnapshotsResponse
+	(*SnapshotInfo)(nil),            // 16: sluice.v1.SnapshotInfo
+	(*Plan)(nil),                    // 17: sluice.v1.Plan
+	(*SnapshotPlan)(nil),            // 18: sluice.v1.SnapshotPlan
+	(*FilePlan)(nil),                // 19: sluice.v1.FilePlan
+	nil,                             // 20: sluice.v1.SnapshotInfo.SummaryEntry
 }
 var file_sluice_v1_sluice_proto_depIdxs = []int32{
-	5,  // 0: sluice.v1.ListTablesResponse.tables:type_name -> sluice.v1.TableInfo
-	8,  // 1: sluice.v1.ListSnapshotsResponse.snapshots:type_name -> sluice.v1.SnapshotInfo
-	12, // 2: sluice.v1.SnapshotInfo.summary:type_name -> sluice.v1.SnapshotInfo.SummaryEntry
-	10, // 3: sluice.v1.Plan.snapshots:type_name -> sluice.v1.SnapshotPlan
-	11, // 4: sluice.v1.SnapshotPlan.files:type_name -> sluice.v1.FilePlan
-	1,  // 5: sluice.v1.ControlService.CommitSeq:input_type -> sluice.v1.CommitSeqRequest
-	3,  // 6: sluice.v1.ControlService.ListTables:input_type -> sluice.v1.ListTablesRequest
-	6,  // 7: sluice.v1.ControlService.ListSnapshots:input_type -> sluice.v1.ListSnapshotsRequest
-	0,  // 8: sluice.v1.ControlService.Explain:input_type -> sluice.v1.ChangeRequest
-	2,  // 9: sluice.v1.ControlService.CommitSeq:output_type -> sluice.v1.CommitSeqResponse
-	4,  // 10: sluice.v1.ControlService.ListTables:output_type -> sluice.v1.ListTablesResponse
-	7,  // 11: sluice.v1.ControlService.ListSnapshots:output_type -> sluice.v1.ListSnapshotsResponse
-	9,  // 12: sluice.v1.ControlService.Explain:output_type -> sluice.v1.Plan
-	9,  // [9:13] is the sub-list for method output_type
-	5,  // [5:9] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	3,  // 0: sluice.v1.ListConsumersResponse.consumers:type_name -> sluice.v1.ConsumerProgress
+	13, // 1: sluice.v1.ListTablesResponse.tables:type_name -> sluice.v1.TableInfo
+	16, // 2: sluice.v1.ListSnapshotsResponse.snapshots:type_name -> sluice.v1.SnapshotInfo
+	20, // 3: sluice.v1.SnapshotInfo.summary:type_name -> sluice.v1.SnapshotInfo.SummaryEntry
+	18, // 4: sluice.v1.Plan.snapshots:type_name -> sluice.v1.SnapshotPlan
+	19, // 5: sluice.v1.SnapshotPlan.files:type_name -> sluice.v1.FilePlan
+	9,  // 6: sluice.v1.ControlService.CommitSeq:input_type -> sluice.v1.CommitSeqRequest
+	11, // 7: sluice.v1.ControlService.ListTables:input_type -> sluice.v1.ListTablesRequest
+	14, // 8: sluice.v1.ControlService.ListSnapshots:input_type -> sluice.v1.ListSnapshotsRequest
+	0,  // 9: sluice.v1.ControlService.Explain:input_type -> sluice.v1.ChangeRequest
+	1,  // 10: sluice.v1.ControlService.Ack:input_type -> sluice.v1.AckRequest
+	2,  // 11: sluice.v1.ControlService.GetConsumerProgress:input_type -> sluice.v1.ConsumerProgressRequest
+	4,  // 12: sluice.v1.ControlService.ListConsumers:input_type -> sluice.v1.ListConsumersRequest
+	6,  // 13: sluice.v1.ControlService.ResetConsumer:input_type -> sluice.v1.ResetConsumerRequest
+	8,  // 14: sluice.v1.ControlService.WatchCommits:input_type -> sluice.v1.WatchCommitsRequest
+	10, // 15: sluice.v1.ControlService.CommitSeq:output_type -> sluice.v1.CommitSeqResponse
+	12, // 16: sluice.v1.ControlService.ListTables:output_type -> sluice.v1.ListTablesResponse
+	15, // 17: sluice.v1.ControlService.ListSnapshots:output_type -> sluice.v1.ListSnapshotsResponse
+	17, // 18: sluice.v1.ControlService.Explain:output_type -> sluice.v1.Plan
+	3,  // 19: sluice.v1.ControlService.Ack:output_type -> sluice.v1.ConsumerProgress
+	3,  // 20: sluice.v1.ControlService.GetConsumerProgress:output_type -> sluice.v1.ConsumerProgress
+	5,  // 21: sluice.v1.ControlService.ListConsumers:output_type -> sluice.v1.ListConsumersResponse
+	7,  // 22: sluice.v1.ControlService.ResetConsumer:output_type -> sluice.v1.ResetConsumerResponse
+	10, // 23: sluice.v1.ControlService.WatchCommits:output_type -> sluice.v1.CommitSeqResponse
+	15, // [15:24] is the sub-list for method output_type
+	6,  // [6:15] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_sluice_v1_sluice_proto_init() }
@@ -1180,17 +1758,17 @@ func file_sluice_v1_sluice_proto_init() {
 		return
 	}
 	file_sluice_v1_sluice_proto_msgTypes[0].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[2].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[5].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[8].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[9].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[10].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[13].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[16].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_v1_sluice_proto_rawDesc), len(file_sluice_v1_sluice_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

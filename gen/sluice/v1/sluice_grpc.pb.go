@@ -27,10 +27,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ControlService_CommitSeq_FullMethodName     = "/sluice.v1.ControlService/CommitSeq"
-	ControlService_ListTables_FullMethodName    = "/sluice.v1.ControlService/ListTables"
-	ControlService_ListSnapshots_FullMethodName = "/sluice.v1.ControlService/ListSnapshots"
-	ControlService_Explain_FullMethodName       = "/sluice.v1.ControlService/Explain"
+	ControlService_CommitSeq_FullMethodName           = "/sluice.v1.ControlService/CommitSeq"
+	ControlService_ListTables_FullMethodName          = "/sluice.v1.ControlService/ListTables"
+	ControlService_ListSnapshots_FullMethodName       = "/sluice.v1.ControlService/ListSnapshots"
+	ControlService_Explain_FullMethodName             = "/sluice.v1.ControlService/Explain"
+	ControlService_Ack_FullMethodName                 = "/sluice.v1.ControlService/Ack"
+	ControlService_GetConsumerProgress_FullMethodName = "/sluice.v1.ControlService/GetConsumerProgress"
+	ControlService_ListConsumers_FullMethodName       = "/sluice.v1.ControlService/ListConsumers"
+	ControlService_ResetConsumer_FullMethodName       = "/sluice.v1.ControlService/ResetConsumer"
+	ControlService_WatchCommits_FullMethodName        = "/sluice.v1.ControlService/WatchCommits"
 )
 
 // ControlServiceClient is the client API for ControlService service.
@@ -50,6 +55,27 @@ type ControlServiceClient interface {
 	ListSnapshots(ctx context.Context, in *ListSnapshotsRequest, opts ...grpc.CallOption) (*ListSnapshotsResponse, error)
 	// Explain plans a change window without reading data and returns the plan.
 	Explain(ctx context.Context, in *ChangeRequest, opts ...grpc.CallOption) (*Plan, error)
+	// Ack records, durably, that a consumer has processed every change of a
+	// table up to and including a snapshot (a snapshot whose
+	// snapshot_complete batch it has processed). A later request with the
+	// same consumer resumes right after it. The snapshot must be on the
+	// table's lineage (INVALID_ARGUMENT otherwise). Acks overwrite: the last
+	// one wins, also when it is older.
+	Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*ConsumerProgress, error)
+	// GetConsumerProgress returns a consumer's acknowledged progress on a table
+	// and its lag (NOT_FOUND when it has none).
+	GetConsumerProgress(ctx context.Context, in *ConsumerProgressRequest, opts ...grpc.CallOption) (*ConsumerProgress, error)
+	// ListConsumers returns every consumer with progress on a table, with its
+	// lag in commits and time.
+	ListConsumers(ctx context.Context, in *ListConsumersRequest, opts ...grpc.CallOption) (*ListConsumersResponse, error)
+	// ResetConsumer forgets a consumer's progress on a table: its next
+	// request starts by its start mode again.
+	ResetConsumer(ctx context.Context, in *ResetConsumerRequest, opts ...grpc.CallOption) (*ResetConsumerResponse, error)
+	// WatchCommits streams the table's commit position: first the current
+	// one, then one message per new commit, in commit order, as the server's
+	// poll sees them land. It ends only when the client cancels it, with an
+	// error, or when the server shuts down (UNAVAILABLE).
+	WatchCommits(ctx context.Context, in *WatchCommitsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CommitSeqResponse], error)
 }
 
 type controlServiceClient struct {
@@ -100,6 +126,65 @@ func (c *controlServiceClient) Explain(ctx context.Context, in *ChangeRequest, o
 	return out, nil
 }
 
+func (c *controlServiceClient) Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*ConsumerProgress, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConsumerProgress)
+	err := c.cc.Invoke(ctx, ControlService_Ack_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) GetConsumerProgress(ctx context.Context, in *ConsumerProgressRequest, opts ...grpc.CallOption) (*ConsumerProgress, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConsumerProgress)
+	err := c.cc.Invoke(ctx, ControlService_GetConsumerProgress_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) ListConsumers(ctx context.Context, in *ListConsumersRequest, opts ...grpc.CallOption) (*ListConsumersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListConsumersResponse)
+	err := c.cc.Invoke(ctx, ControlService_ListConsumers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) ResetConsumer(ctx context.Context, in *ResetConsumerRequest, opts ...grpc.CallOption) (*ResetConsumerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResetConsumerResponse)
+	err := c.cc.Invoke(ctx, ControlService_ResetConsumer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) WatchCommits(ctx context.Context, in *WatchCommitsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CommitSeqResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ControlService_ServiceDesc.Streams[0], ControlService_WatchCommits_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchCommitsRequest, CommitSeqResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControlService_WatchCommitsClient = grpc.ServerStreamingClient[CommitSeqResponse]
+
 // ControlServiceServer is the server API for ControlService service.
 // All implementations must embed UnimplementedControlServiceServer
 // for forward compatibility.
@@ -117,6 +202,27 @@ type ControlServiceServer interface {
 	ListSnapshots(context.Context, *ListSnapshotsRequest) (*ListSnapshotsResponse, error)
 	// Explain plans a change window without reading data and returns the plan.
 	Explain(context.Context, *ChangeRequest) (*Plan, error)
+	// Ack records, durably, that a consumer has processed every change of a
+	// table up to and including a snapshot (a snapshot whose
+	// snapshot_complete batch it has processed). A later request with the
+	// same consumer resumes right after it. The snapshot must be on the
+	// table's lineage (INVALID_ARGUMENT otherwise). Acks overwrite: the last
+	// one wins, also when it is older.
+	Ack(context.Context, *AckRequest) (*ConsumerProgress, error)
+	// GetConsumerProgress returns a consumer's acknowledged progress on a table
+	// and its lag (NOT_FOUND when it has none).
+	GetConsumerProgress(context.Context, *ConsumerProgressRequest) (*ConsumerProgress, error)
+	// ListConsumers returns every consumer with progress on a table, with its
+	// lag in commits and time.
+	ListConsumers(context.Context, *ListConsumersRequest) (*ListConsumersResponse, error)
+	// ResetConsumer forgets a consumer's progress on a table: its next
+	// request starts by its start mode again.
+	ResetConsumer(context.Context, *ResetConsumerRequest) (*ResetConsumerResponse, error)
+	// WatchCommits streams the table's commit position: first the current
+	// one, then one message per new commit, in commit order, as the server's
+	// poll sees them land. It ends only when the client cancels it, with an
+	// error, or when the server shuts down (UNAVAILABLE).
+	WatchCommits(*WatchCommitsRequest, grpc.ServerStreamingServer[CommitSeqResponse]) error
 	mustEmbedUnimplementedControlServiceServer()
 }
 
@@ -138,6 +244,21 @@ func (UnimplementedControlServiceServer) ListSnapshots(context.Context, *ListSna
 }
 func (UnimplementedControlServiceServer) Explain(context.Context, *ChangeRequest) (*Plan, error) {
 	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
+}
+func (UnimplementedControlServiceServer) Ack(context.Context, *AckRequest) (*ConsumerProgress, error) {
+	return nil, status.Error(codes.Unimplemented, "method Ack not implemented")
+}
+func (UnimplementedControlServiceServer) GetConsumerProgress(context.Context, *ConsumerProgressRequest) (*ConsumerProgress, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetConsumerProgress not implemented")
+}
+func (UnimplementedControlServiceServer) ListConsumers(context.Context, *ListConsumersRequest) (*ListConsumersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListConsumers not implemented")
+}
+func (UnimplementedControlServiceServer) ResetConsumer(context.Context, *ResetConsumerRequest) (*ResetConsumerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResetConsumer not implemented")
+}
+func (UnimplementedControlServiceServer) WatchCommits(*WatchCommitsRequest, grpc.ServerStreamingServer[CommitSeqResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchCommits not implemented")
 }
 func (UnimplementedControlServiceServer) mustEmbedUnimplementedControlServiceServer() {}
 func (UnimplementedControlServiceServer) testEmbeddedByValue()                        {}
@@ -232,6 +353,89 @@ func _ControlService_Explain_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControlService_Ack_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).Ack(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_Ack_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).Ack(ctx, req.(*AckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_GetConsumerProgress_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConsumerProgressRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).GetConsumerProgress(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_GetConsumerProgress_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).GetConsumerProgress(ctx, req.(*ConsumerProgressRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_ListConsumers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListConsumersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).ListConsumers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_ListConsumers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).ListConsumers(ctx, req.(*ListConsumersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_ResetConsumer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResetConsumerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).ResetConsumer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_ResetConsumer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).ResetConsumer(ctx, req.(*ResetConsumerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_WatchCommits_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchCommitsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ControlServiceServer).WatchCommits(m, &grpc.GenericServerStream[WatchCommitsRequest, CommitSeqResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControlService_WatchCommitsServer = grpc.ServerStreamingServer[CommitSeqResponse]
+
 // ControlService_ServiceDesc is the grpc.ServiceDesc for ControlService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -255,7 +459,29 @@ var ControlService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Explain",
 			Handler:    _ControlService_Explain_Handler,
 		},
+		{
+			MethodName: "Ack",
+			Handler:    _ControlService_Ack_Handler,
+		},
+		{
+			MethodName: "GetConsumerProgress",
+			Handler:    _ControlService_GetConsumerProgress_Handler,
+		},
+		{
+			MethodName: "ListConsumers",
+			Handler:    _ControlService_ListConsumers_Handler,
+		},
+		{
+			MethodName: "ResetConsumer",
+			Handler:    _ControlService_ResetConsumer_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchCommits",
+			Handler:       _ControlService_WatchCommits_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "sluice/v1/sluice.proto",
 }

@@ -1,0 +1,262 @@
+package sluice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/protobuf/proto"
+
+	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+)
+
+// Start modes of a SubscribeRequest.
+const (
+	// StartLatestFull streams the full state of the current snapshot as
+	// inserts, then the changes of every later commit (the default).
+	StartLatestFull = "latest-full"
+	// StartLatest streams only the changes after the snapshot current when
+	// the stream starts.
+	StartLatest = "latest"
+	// StartFromSnapshot streams the changes after FromSnapshot.
+	StartFromSnapshot = "from-snapshot"
+	// StartFromSnapshotFull streams the full state at FromSnapshot, then
+	// the changes after it.
+	StartFromSnapshotFull = "from-snapshot-full"
+	// StartFromTimestamp streams the changes from the first snapshot
+	// committed at or after FromTimestampMs.
+	StartFromTimestamp = "from-timestamp"
+)
+
+// SubscribeRequest asks to follow a table: where to start, as whom, and
+// the shape of the changes.
+type SubscribeRequest struct {
+	// Table is the table, as "namespace.table". Required.
+	Table string
+	// Consumer is a durable consumer id. When it has acknowledged progress
+	// on the table (Subscription.Ack, Client.Ack), the stream resumes right
+	// after it, unless FromSnapshot or FromTimestampMs is set.
+	Consumer string
+	// Start is the start mode (StartLatestFull by default) for a consumer
+	// without progress.
+	Start string
+	// FromSnapshot is an explicit start (StartFromSnapshot or
+	// StartFromSnapshotFull).
+	FromSnapshot *int64
+	// FromTimestampMs is an explicit start (StartFromTimestamp).
+	FromTimestampMs *int64
+	// Columns, Filter, Identity, FoldUpdates and Compression are those of
+	// ChangeRequest.
+	Columns     []string
+	Filter      string
+	Identity    []string
+	FoldUpdates bool
+	Compression string
+	// NoFollow ends the stream once it has caught up with the snapshot
+	// current when it started.
+	NoFollow bool
+	// Heartbeats makes Next also return the 0-row heartbeat batches an
+	// idle stream sends (Meta.Heartbeat is true).
+	Heartbeats bool
+}
+
+// Subscription follows a table: batch after batch, it never ends by itself
+// unless the request says NoFollow. The server ends it with an error
+// (codes.Unavailable when it shuts down); resume with a new Subscribe, and
+// a consumer then gets every change after its last acknowledged checkpoint
+// again (at-least-once). A Subscription is not safe for concurrent use,
+// except Release. Release it when done.
+type Subscription struct {
+	c   *Client
+	req SubscribeRequest
+	r   *ChangeReader
+}
+
+// Subscribe opens a stream that follows the table. Errors in the request
+// (an unknown table or column, a bad start) are returned here or by the
+// first Next; ctx governs the whole stream.
+func (c *Client) Subscribe(ctx context.Context, req SubscribeRequest) (*Subscription, error) {
+	const op = "Subscribe"
+	cr := ChangeRequest{Table: req.Table, FromSnapshot: req.FromSnapshot, FromTimestampMs: req.FromTimestampMs,
+		Columns: req.Columns, Filter: req.Filter, Identity: req.Identity, FoldUpdates: req.FoldUpdates,
+		Compression: req.Compression}
+	pr, err := cr.proto(op)
+	if err != nil {
+		return nil, err
+	}
+	pr.Follow, pr.Start, pr.Consumer = !req.NoFollow, req.Start, req.Consumer
+	if req.NoFollow && req.Start == "" && req.Consumer == "" {
+		pr.Start = StartLatestFull
+	}
+	ticket, err := proto.MarshalOptions{Deterministic: true}.Marshal(pr)
+	if err != nil {
+		return nil, invalidArgument(op, fmt.Sprintf("encode request: %v", err))
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r := &ChangeReader{ctx: rctx, cancel: cancel, flight: c.flight, mem: c.mem, tickets: [][]byte{ticket}}
+	if err := r.open(); err != nil {
+		r.Release()
+		return nil, err
+	}
+	return &Subscription{c: c, req: req, r: r}, nil
+}
+
+// Next advances to the next batch and reports whether there is one; it
+// blocks until the server sends one. It skips heartbeats unless the request
+// asked for them. It returns false on an error (see Err), after Release,
+// and at the end of a NoFollow stream.
+func (s *Subscription) Next() bool {
+	for s.r.Next() {
+		if s.r.cur.Meta.Heartbeat && !s.req.Heartbeats {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// Batch returns the current batch. Its record is valid until the next
+// call to Next or Release.
+func (s *Subscription) Batch() ChangeBatch { return s.r.Batch() }
+
+// Schema returns the schema of the change rows.
+func (s *Subscription) Schema() *arrow.Schema { return s.r.Schema() }
+
+// Err returns the error that ended the stream.
+func (s *Subscription) Err() error { return s.r.Err() }
+
+// All returns the batches as a sequence for range-over-func; it ends with
+// one (ChangeBatch{}, error) pair when the stream fails.
+func (s *Subscription) All() iter.Seq2[ChangeBatch, error] {
+	return func(yield func(ChangeBatch, error) bool) {
+		for s.Next() {
+			if !yield(s.r.cur, nil) {
+				return
+			}
+		}
+		if err := s.r.Err(); err != nil {
+			yield(ChangeBatch{}, err)
+		}
+	}
+}
+
+// ErrNotCheckpoint reports an Ack of a batch that does not complete its
+// snapshot, or of a subscription without a consumer.
+var ErrNotCheckpoint = errors.New("sluice: not a checkpoint")
+
+// Ack acknowledges the current batch's snapshot for the subscription's
+// consumer: every change up to and including it has been processed. The
+// batch must complete its snapshot (Meta.SnapshotComplete); a later
+// Subscribe with the same consumer resumes right after it.
+func (s *Subscription) Ack(ctx context.Context) (ConsumerProgress, error) {
+	m := s.r.cur.Meta
+	switch {
+	case s.req.Consumer == "":
+		return ConsumerProgress{}, fmt.Errorf("%w: the subscription has no consumer", ErrNotCheckpoint)
+	case s.r.cur.Record == nil || !m.SnapshotComplete || m.Heartbeat:
+		return ConsumerProgress{}, fmt.Errorf("%w: the current batch does not complete its snapshot", ErrNotCheckpoint)
+	}
+	return s.c.Ack(ctx, s.req.Consumer, s.req.Table, m.Snapshot)
+}
+
+// Release ends the stream (cancelling it on the server) and releases the
+// current batch. It is idempotent.
+func (s *Subscription) Release() { s.r.Release() }
+
+// ConsumerProgress is a consumer's acknowledged position on a table.
+type ConsumerProgress struct {
+	Consumer string
+	Table    string
+	// Snapshot is the acknowledged snapshot, with its commit sequence and
+	// commit time.
+	Snapshot    int64
+	CommitSeq   int64
+	TimestampMs int64
+	// AckedAtMs is when the acknowledgement was recorded.
+	AckedAtMs int64
+	// LagCommits is the number of commits after Snapshot; LagMs the commit
+	// time of the current snapshot minus Snapshot's.
+	LagCommits int64
+	LagMs      int64
+	// Expired is true when Snapshot has left the retained history: resuming
+	// fails with codes.FailedPrecondition; ResetConsumer.
+	Expired bool
+}
+
+func progressOf(p *sluicev1.ConsumerProgress) ConsumerProgress {
+	return ConsumerProgress{Consumer: p.GetConsumer(), Table: p.GetTable(), Snapshot: p.GetSnapshot(),
+		CommitSeq: p.GetCommitSeq(), TimestampMs: p.GetTimestampMs(), AckedAtMs: p.GetAckedAtMs(),
+		LagCommits: p.GetLagCommits(), LagMs: p.GetLagMs(), Expired: p.GetExpired()}
+}
+
+// Ack records, durably, that consumer has processed every change of table
+// up to and including snapshot, which must be on the table's lineage
+// (codes.InvalidArgument otherwise).
+func (c *Client) Ack(ctx context.Context, consumer, table string, snapshot int64) (ConsumerProgress, error) {
+	resp, err := c.control.Ack(ctx, &sluicev1.AckRequest{Consumer: consumer, Table: table, Snapshot: snapshot})
+	if err != nil {
+		return ConsumerProgress{}, callError(ctx, "Ack", err)
+	}
+	return progressOf(resp), nil
+}
+
+// ConsumerProgress returns a consumer's progress on a table
+// (codes.NotFound when it has none).
+func (c *Client) ConsumerProgress(ctx context.Context, consumer, table string) (ConsumerProgress, error) {
+	resp, err := c.control.GetConsumerProgress(ctx, &sluicev1.ConsumerProgressRequest{Consumer: consumer, Table: table})
+	if err != nil {
+		return ConsumerProgress{}, callError(ctx, "ConsumerProgress", err)
+	}
+	return progressOf(resp), nil
+}
+
+// ListConsumers returns the progress of every consumer of a table.
+func (c *Client) ListConsumers(ctx context.Context, table string) ([]ConsumerProgress, error) {
+	resp, err := c.control.ListConsumers(ctx, &sluicev1.ListConsumersRequest{Table: table})
+	if err != nil {
+		return nil, callError(ctx, "ListConsumers", err)
+	}
+	out := make([]ConsumerProgress, 0, len(resp.GetConsumers()))
+	for _, p := range resp.GetConsumers() {
+		out = append(out, progressOf(p))
+	}
+	return out, nil
+}
+
+// ResetConsumer forgets a consumer's progress on a table and reports
+// whether it had any.
+func (c *Client) ResetConsumer(ctx context.Context, consumer, table string) (bool, error) {
+	resp, err := c.control.ResetConsumer(ctx, &sluicev1.ResetConsumerRequest{Consumer: consumer, Table: table})
+	if err != nil {
+		return false, callError(ctx, "ResetConsumer", err)
+	}
+	return resp.GetRemoved(), nil
+}
+
+// WatchCommits yields the table's commit position: the current one, then
+// one per new commit as it lands. The sequence ends only with an error (a
+// cancelled ctx among them), or when the loop breaks.
+func (c *Client) WatchCommits(ctx context.Context, table string) iter.Seq2[CommitSeq, error] {
+	return func(yield func(CommitSeq, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stream, err := c.control.WatchCommits(ctx, &sluicev1.WatchCommitsRequest{Table: table})
+		if err != nil {
+			yield(CommitSeq{}, callError(ctx, "WatchCommits", err))
+			return
+		}
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				yield(CommitSeq{}, callError(ctx, "WatchCommits", err))
+				return
+			}
+			if !yield(CommitSeq{Table: resp.GetTable(), CommitSeq: resp.GetCommitSeq(), Snapshot: copyInt64(resp.Snapshot),
+				TimestampMs: resp.GetTimestampMs()}, nil) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,317 @@
+"""Subscriptions: follow a table's change feed, with durable consumer
+progress."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from .errors import FailedPrecondition, InvalidArgument, SluiceError, Unavailable, translated
+from .request import change_request, encode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .client import Client
+
+__all__ = ["START_MODES", "FollowBatch", "Subscription"]
+
+#: The start modes of a stream (the ``start`` of :meth:`Client.subscribe`).
+START_MODES = ("latest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
+
+_CONSUMER_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@/-")
+
+
+def _consumer(consumer: Any) -> Optional[str]:
+    if consumer is None:
+        return None
+    if not isinstance(consumer, str):
+        raise TypeError(f"consumer must be a str, not {type(consumer).__name__}")
+    if not consumer or len(consumer) > 200 or not set(consumer) <= _CONSUMER_CHARS:
+        raise InvalidArgument(f"consumer id {consumer!r}: 1 to 200 letters, digits and . _ : @ / -")
+    return consumer
+
+
+def stream_request(table: str, consumer: Optional[str], start: Optional[str], follow: bool,
+                   from_snapshot: Optional[int], from_timestamp_ms: Optional[int],
+                   columns: Optional[Sequence[str]], filter: Optional[str], identity: Optional[Sequence[str]],
+                   fold_updates: bool, compression: Optional[str]) -> Dict[str, Any]:
+    """Validate the arguments of a stream request and return its JSON
+    object (see :meth:`Client.subscribe`)."""
+    req = change_request(table, from_snapshot, None, columns, filter, identity, fold_updates, False,
+                         from_timestamp_ms, None, compression)
+    if not isinstance(follow, bool):
+        raise TypeError(f"follow must be a bool, not {type(follow).__name__}")
+    if start is not None:
+        if not isinstance(start, str):
+            raise TypeError(f"start must be a str, not {type(start).__name__}")
+        if start not in START_MODES:
+            raise InvalidArgument(f"start {start!r}: want one of {', '.join(START_MODES)}")
+    if start in ("from-snapshot", "from-snapshot-full") and from_snapshot is None:
+        raise InvalidArgument(f"start {start!r} needs from_snapshot")
+    if start == "from-timestamp" and from_timestamp_ms is None:
+        raise InvalidArgument("start 'from-timestamp' needs from_timestamp_ms")
+    consumer = _consumer(consumer)
+    if follow:
+        req["follow"] = True
+    if start:
+        req["start"] = start
+    if consumer:
+        req["consumer"] = consumer
+    if not (follow or start or consumer):
+        # A stream request without any of the three would be a plain window.
+        req["start"] = "latest-full"
+    return req
+
+
+@dataclass(frozen=True)
+class FollowBatch:
+    """One batch of a :class:`Subscription`: change rows with their
+    ``app_metadata``.
+
+    Attributes:
+        batch: The change rows (``op``, ``before``, ``after``, ``snapshot``,
+            ``ts``); possibly 0 rows (a snapshot's completion, a heartbeat).
+        metadata: The parsed ``app_metadata``.
+        redelivered: True when a reconnect of the subscription delivers this
+            snapshot again (it came before, after the last acknowledged
+            checkpoint): consumers apply the feed idempotently.
+    """
+
+    batch: pa.RecordBatch
+    metadata: Dict[str, Any]
+    redelivered: bool = False
+    _subscription: Optional["Subscription"] = field(default=None, repr=False, compare=False)
+
+    @property
+    def snapshot(self) -> Optional[int]:
+        """The snapshot whose changes the batch holds (for a heartbeat: the
+        last snapshot streamed, -1 before the first)."""
+        return self.metadata.get("snapshot")
+
+    @property
+    def commit_seq(self) -> Optional[int]:
+        """The commit sequence of that snapshot."""
+        return self.metadata.get("commit_seq")
+
+    @property
+    def snapshot_complete(self) -> bool:
+        """True on a snapshot's last batch: a checkpoint (:meth:`ack`)."""
+        return bool(self.metadata.get("snapshot_complete", False))
+
+    @property
+    def timestamp_ms(self) -> Optional[int]:
+        """The snapshot's commit time, in milliseconds since the epoch."""
+        return self.metadata.get("timestamp_ms")
+
+    @property
+    def full_state(self) -> bool:
+        """True for rows of a full state (``latest-full``,
+        ``from-snapshot-full``): the table's live rows as inserts."""
+        return bool(self.metadata.get("full_state", False))
+
+    @property
+    def heartbeat(self) -> bool:
+        """True for a heartbeat: a 0-row batch an idle stream sends."""
+        return bool(self.metadata.get("heartbeat", False))
+
+    @property
+    def num_rows(self) -> int:
+        """The number of change rows in the batch."""
+        return self.batch.num_rows
+
+    def ack(self) -> Dict[str, Any]:
+        """Acknowledge this checkpoint: the consumer has processed every
+        change up to and including :attr:`snapshot`; a later subscription
+        with the same consumer resumes right after it. The server stores it
+        durably before it answers.
+
+        Returns:
+            The consumer's progress (see :meth:`Client.consumer_progress`).
+
+        Raises:
+            FailedPrecondition: the batch is not a checkpoint (its snapshot
+                is not complete), or the subscription has no consumer.
+        """
+        sub = self._subscription
+        if sub is None or sub.consumer is None:
+            raise FailedPrecondition("ack needs a subscription with a consumer id")
+        if not self.snapshot_complete or self.heartbeat:
+            raise FailedPrecondition("only a batch whose snapshot_complete is true is a checkpoint to acknowledge")
+        return sub.client.ack(sub.consumer, sub.table, self.snapshot)
+
+
+class Subscription:
+    """An iterator of :class:`FollowBatch` over a table's change stream.
+
+    Made by :meth:`Client.subscribe`. Iterating blocks until the next batch;
+    a follow stream never ends by itself. :meth:`close` (also from another
+    thread, or by leaving a ``with`` block) cancels it, and the iteration
+    then stops. A failure raises a :class:`SluiceError`; with
+    ``reconnect=True``, an ``UNAVAILABLE`` stream (the server restarted or
+    shut down) is opened again after a backoff, resuming after the
+    consumer's acknowledged progress (or, without a consumer, after the last
+    complete snapshot this subscription saw).
+
+    Attributes:
+        table, consumer: What the subscription follows, and as whom.
+        reconnects: How many times the stream was opened again.
+        redelivered_batches: Batches delivered again after a reconnect.
+        last_metadata: The ``app_metadata`` of the last batch received
+            (heartbeats included).
+    """
+
+    def __init__(self, client: "Client", req: Dict[str, Any], *, heartbeats: bool, reconnect: bool,
+                 max_backoff: float) -> None:
+        self.client = client
+        self.table: str = req["table"]
+        self.consumer: Optional[str] = req.get("consumer")
+        self._req = req
+        self._heartbeats = heartbeats
+        self._reconnect = reconnect
+        self._max_backoff = max_backoff
+        # _lock guards _stream and _closed.
+        self._lock = threading.Lock()
+        self._stream: Optional[flight.FlightStreamReader] = None
+        self._closed = False
+        self._iter: Optional[Iterator[FollowBatch]] = None
+        self.reconnects = 0
+        self.redelivered_batches = 0
+        self.last_metadata: Dict[str, Any] = {}
+        # The highest commit_seq whose snapshot completed on this
+        # subscription, and the snapshot.
+        self._seen_seq: Optional[int] = None
+        self._seen_snapshot: Optional[int] = None
+        self._open()
+
+    # -- the stream -------------------------------------------------------
+
+    def _request(self) -> Dict[str, Any]:
+        req = dict(self._req)
+        if self.reconnects and self.consumer is None and self._seen_snapshot is not None:
+            # Without server-side progress, resume after what was seen.
+            req.pop("from_timestamp_ms", None)
+            req["from_snapshot"] = str(self._seen_snapshot)
+            req["start"] = "from-snapshot"
+        return req
+
+    def _open(self) -> None:
+        self.client._check_open()
+        with translated():
+            stream = self.client.flight_client.do_get(flight.Ticket(encode(self._request())),
+                                                      options=self.client.call_options(unary=False))
+        with self._lock:
+            if self._closed:
+                stream.cancel()
+                raise FailedPrecondition("the subscription is closed")
+            self._stream = stream
+        self.client._track(stream)
+
+    def _batches(self) -> Iterator[FollowBatch]:
+        from .client import _parse_metadata  # noqa: PLC0415 - avoid an import cycle
+
+        backoff = 0.2
+        while True:
+            stream = self._stream
+            try:
+                with translated():
+                    while True:
+                        try:
+                            chunk = stream.read_chunk()
+                        except StopIteration:
+                            # Bounded streams (follow=False) end here.
+                            return
+                        if self._closed:
+                            return
+                        backoff = 0.2
+                        meta = _parse_metadata(chunk.app_metadata)
+                        self.last_metadata = meta
+                        data = chunk.data
+                        if data is None:
+                            data = pa.RecordBatch.from_pylist([], schema=stream.schema)
+                        b = FollowBatch(data, meta, self._redelivered(meta), self)
+                        if b.redelivered:
+                            self.redelivered_batches += 1
+                        if b.snapshot_complete and not b.heartbeat:
+                            seq = b.commit_seq
+                            if seq is not None and (self._seen_seq is None or seq > self._seen_seq):
+                                self._seen_seq, self._seen_snapshot = seq, b.snapshot
+                        if b.heartbeat and not self._heartbeats:
+                            continue
+                        yield b
+            except SluiceError as exc:
+                if self._closed:
+                    return
+                if not (self._reconnect and isinstance(exc, Unavailable)):
+                    raise
+            finally:
+                self.client._untrack(stream)
+            # Reconnect after a backoff.
+            while True:
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self._max_backoff)
+                if self._closed:
+                    return
+                self.reconnects += 1
+                try:
+                    self._open()
+                    break
+                except Unavailable:
+                    continue
+
+    def _redelivered(self, meta: Dict[str, Any]) -> bool:
+        if not self.reconnects or meta.get("heartbeat") or self._seen_seq is None:
+            return False
+        seq = meta.get("commit_seq")
+        return seq is not None and seq <= self._seen_seq
+
+    # -- iterator protocol ------------------------------------------------
+
+    def __iter__(self) -> "Subscription":
+        """Return the subscription itself."""
+        return self
+
+    def __next__(self) -> FollowBatch:
+        """Return the next batch; raise StopIteration once closed (or at the
+        end of a stream that does not follow)."""
+        if self._iter is None:
+            self._iter = self._batches()
+        return next(self._iter)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The schema of the change rows (blocks for the first message)."""
+        with translated():
+            return self._stream.schema
+
+    def close(self) -> None:
+        """Cancel the stream. Idempotent; safe from another thread."""
+        with self._lock:
+            self._closed = True
+            stream = self._stream
+        if stream is not None:
+            try:
+                stream.cancel()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> "Subscription":
+        """Return the subscription; :meth:`close` it on exit."""
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        """Close the subscription."""
+        self.close()
+
+    def __repr__(self) -> str:
+        """Describe the subscription."""
+        return (f"<sluice.Subscription {self.table} consumer={self.consumer!r} "
+                f"{'closed' if self._closed else 'open'}>")

@@ -1,0 +1,202 @@
+package progress_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sluicefeed/sluice/progress"
+)
+
+// stores returns the stores to test: a SQLite file always, and PostgreSQL
+// when SLUICE_TEST_POSTGRES_DSN names one or a local server can be started
+// (initdb and pg_ctl on PATH).
+func stores(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{"sqlite": filepath.Join(t.TempDir(), "consumers.db")}
+	if dsn := os.Getenv("SLUICE_TEST_POSTGRES_DSN"); dsn != "" {
+		out["postgres"] = dsn
+		return out
+	}
+	dsn, why := startPostgres(t)
+	if dsn == "" {
+		t.Logf("PostgreSQL store not tested: %s (set SLUICE_TEST_POSTGRES_DSN, or apt-get install postgresql)", why)
+		return out
+	}
+	out["postgres"] = dsn
+	return out
+}
+
+// startPostgres starts a throwaway PostgreSQL server on a free loopback
+// port, stopped at the end of the test. It returns "" and the reason when
+// it cannot.
+func startPostgres(t *testing.T) (string, string) {
+	t.Helper()
+	initdb, err := exec.LookPath("initdb")
+	if err != nil {
+		return "", "initdb is not on PATH"
+	}
+	pgctl, err := exec.LookPath("pg_ctl")
+	if err != nil {
+		return "", "pg_ctl is not on PATH"
+	}
+	// PostgreSQL refuses to run as root: run it as the postgres user.
+	var wrap []string
+	dir, err := os.MkdirTemp("", "sluice-pg-")
+	if err != nil {
+		return "", err.Error()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return "", "running as root and there is no postgres user"
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return "", err.Error()
+		}
+		wrap = []string{"runuser", "-u", "postgres", "--"}
+	}
+	run := func(args ...string) error {
+		args = append(wrap, args...)
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %v\n%s", args, err, out)
+		}
+		return nil
+	}
+	data := filepath.Join(dir, "data")
+	if err := run(initdb, "-D", data, "-U", "sluice", "--auth=trust", "-E", "UTF8"); err != nil {
+		return "", err.Error()
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err.Error()
+	}
+	port := lis.Addr().(*net.TCPAddr).Port
+	lis.Close()
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off", port, dir)
+	if err := run(pgctl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
+		return "", err.Error()
+	}
+	t.Cleanup(func() { _ = run(pgctl, "-D", data, "-m", "immediate", "stop") })
+	return fmt.Sprintf("postgres://sluice@127.0.0.1:%d/postgres?sslmode=disable", port), ""
+}
+
+func TestStore(t *testing.T) {
+	for name, dsn := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := progress.Open(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.Dialect() != name {
+				t.Fatalf("dialect %s", s.Dialect())
+			}
+			if _, err := s.Get(ctx, "a.t", "c1"); !errors.Is(err, progress.ErrNotFound) {
+				t.Fatalf("get of nothing: %v", err)
+			}
+			at := time.UnixMilli(1_800_000_000_000)
+			for _, c := range []progress.Checkpoint{
+				{Table: "a.t", Consumer: "c1", Snapshot: 11, CommitSeq: 1, TimestampMs: 100, AckedAt: at},
+				{Table: "a.t", Consumer: "c2", Snapshot: 12, CommitSeq: 2, TimestampMs: 200, AckedAt: at},
+				{Table: "b.t", Consumer: "c1", Snapshot: 99, CommitSeq: 9, TimestampMs: 900, AckedAt: at},
+				// Overwrites c1 on a.t.
+				{Table: "a.t", Consumer: "c1", Snapshot: -5, CommitSeq: 3, TimestampMs: 300, AckedAt: at},
+			} {
+				if err := s.Put(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := s.Get(ctx, "a.t", "c1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := progress.Checkpoint{Table: "a.t", Consumer: "c1", Snapshot: -5, CommitSeq: 3, TimestampMs: 300, AckedAt: at}
+			if got != want {
+				t.Fatalf("get: %+v, want %+v", got, want)
+			}
+			list, err := s.List(ctx, "a.t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 2 || list[0].Consumer != "c1" || list[1].Consumer != "c2" || list[1].Snapshot != 12 {
+				t.Fatalf("list: %+v", list)
+			}
+			if empty, err := s.List(ctx, "none.t"); err != nil || len(empty) != 0 {
+				t.Fatalf("list of a table without consumers: %v %v", empty, err)
+			}
+			if removed, err := s.Delete(ctx, "a.t", "c1"); err != nil || !removed {
+				t.Fatalf("delete: %v %v", removed, err)
+			}
+			if removed, err := s.Delete(ctx, "a.t", "c1"); err != nil || removed {
+				t.Fatalf("second delete: %v %v", removed, err)
+			}
+			if got, err := s.Get(ctx, "b.t", "c1"); err != nil || got.Snapshot != 99 {
+				t.Fatalf("progress is per table: %+v %v", got, err)
+			}
+
+			// Durable: a new store on the same database sees the progress.
+			s2, err := progress.Open(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			if got, err := s2.Get(ctx, "a.t", "c2"); err != nil || got.Snapshot != 12 {
+				t.Fatalf("reopened: %+v %v", got, err)
+			}
+			if _, err := s2.Delete(ctx, "a.t", "c2"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s2.Delete(ctx, "b.t", "c1"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, dsn := range []string{"", "mysql://x", "file://host/x.db"} {
+		if _, err := progress.Open(ctx, dsn); !errors.Is(err, progress.ErrInvalidDSN) {
+			t.Errorf("Open(%q): %v, want ErrInvalidDSN", dsn, err)
+		}
+	}
+	if _, err := progress.Open(ctx, filepath.Join(t.TempDir(), "missing", "dir", "c.db")); !errors.Is(err, progress.ErrUnavailable) {
+		t.Errorf("a SQLite file in a missing directory: %v", err)
+	}
+	if got := progress.Redact("postgres://u:secret@h/db"); got != "postgres://u:xxxxx@h/db" {
+		t.Errorf("redact: %s", got)
+	}
+}
+
+func TestSQLiteForms(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.db")
+	for _, dsn := range []string{path, "file://" + path, "sqlite:///" + path} {
+		s, err := progress.Open(ctx, dsn)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", dsn, err)
+		}
+		if err := s.Put(ctx, progress.Checkpoint{Table: "a.t", Consumer: "c", Snapshot: 1}); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+}
