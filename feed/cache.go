@@ -23,8 +23,20 @@ const (
 // plan. Both are keyed by the table's UUID and the snapshot id, which name
 // one immutable snapshot. It is safe for concurrent use.
 type planCache struct {
-	own  *lru.Cache[string, ownChanges]
-	live *lru.Cache[string, map[string]*table.FileScanTask]
+	own   *lru.Cache[string, ownChanges]
+	live  *lru.Cache[string, map[string]*table.FileScanTask]
+	stats *counters
+}
+
+func (c *planCache) count(hit bool) {
+	if c.stats == nil {
+		return
+	}
+	if hit {
+		c.stats.cacheHits.Add(1)
+	} else {
+		c.stats.cacheMisses.Add(1)
+	}
 }
 
 func newPlanCache() *planCache {

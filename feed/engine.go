@@ -77,6 +77,7 @@ type Engine struct {
 // counters are the engine's running totals (see Stats).
 type counters struct {
 	filesRead, rowGroupsRead, rowsDecoded atomic.Int64
+	cacheHits, cacheMisses                atomic.Int64
 }
 
 // Stats are running totals of the engine's reads since it was created.
@@ -88,17 +89,23 @@ type Stats struct {
 	RowGroupsRead int64
 	// RowsDecoded counts the rows decoded from data files.
 	RowsDecoded int64
+	// PlanCacheHits and PlanCacheMisses count the snapshot plans served
+	// from the cache and read from manifests.
+	PlanCacheHits, PlanCacheMisses int64
 }
 
 // Stats returns the engine's running totals.
 func (e *Engine) Stats() Stats {
 	return Stats{FilesRead: e.stats.filesRead.Load(), RowGroupsRead: e.stats.rowGroupsRead.Load(),
-		RowsDecoded: e.stats.rowsDecoded.Load()}
+		RowsDecoded: e.stats.rowsDecoded.Load(), PlanCacheHits: e.stats.cacheHits.Load(),
+		PlanCacheMisses: e.stats.cacheMisses.Load()}
 }
 
 // New returns an engine that reads the tables of tables.
 func New(tables Tables, opts Options) *Engine {
-	return &Engine{tables: tables, opts: opts.withDefaults(), cache: newPlanCache()}
+	e := &Engine{tables: tables, opts: opts.withDefaults(), cache: newPlanCache()}
+	e.cache.stats = &e.stats
+	return e
 }
 
 // TableStatus is a table's current commit position.

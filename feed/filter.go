@@ -371,3 +371,39 @@ func topLevelNames(schema *iceberg.Schema) []string {
 	}
 	return names
 }
+
+// FilterColumns returns the columns a filter refers to, by their names as
+// written (nested fields dotted), without checking them against a schema.
+func FilterColumns(text string) ([]string, error) {
+	node, err := parseFilter(text)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	var walk func(n filterNode)
+	add := func(c string) {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	walk = func(n filterNode) {
+		switch n := n.(type) {
+		case andNode:
+			walk(n.left)
+			walk(n.right)
+		case orNode:
+			walk(n.left)
+			walk(n.right)
+		case notNode:
+			walk(n.child)
+		case cmpNode:
+			add(n.column)
+		case inNode:
+			add(n.column)
+		case nullNode:
+			add(n.column)
+		}
+	}
+	walk(node)
+	return out, nil
+}

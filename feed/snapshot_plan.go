@@ -233,7 +233,9 @@ func contentOf(df iceberg.DataFile) string {
 // removed.
 func (sp *snapshotPlanner) own(s Snapshot) (ownChanges, error) {
 	key := snapshotKey(sp.meta, s.ID)
-	if own, ok := sp.cache.own.Get(key); ok {
+	own, ok := sp.cache.own.Get(key)
+	sp.cache.count(ok)
+	if ok {
 		return own, nil
 	}
 	own, err := sp.readOwn(s)
@@ -296,7 +298,9 @@ func (sp *snapshotPlanner) live(ctx context.Context, id *int64) (map[string]*tab
 		return plan, nil
 	}
 	key := snapshotKey(sp.meta, *id)
-	if plan, ok := sp.cache.live.Get(key); ok {
+	plan, ok := sp.cache.live.Get(key)
+	sp.cache.count(ok)
+	if ok {
 		sp.plans[*id] = plan
 		return plan, nil
 	}
@@ -306,7 +310,7 @@ func (sp *snapshotPlanner) live(ctx context.Context, id *int64) (map[string]*tab
 	if err != nil {
 		return nil, readError(sp.name, *id, "manifests", err)
 	}
-	plan := make(map[string]*table.FileScanTask, len(tasks))
+	plan = make(map[string]*table.FileScanTask, len(tasks))
 	for i := range tasks {
 		t := &tasks[i]
 		if prev, ok := plan[t.File.FilePath()]; ok {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/progress"
@@ -60,8 +61,14 @@ func codeOf(err error) codes.Code {
 		errors.Is(err, ErrSchemaChanged):
 		return codes.FailedPrecondition
 	case errors.Is(err, feed.ErrTooLarge),
-		errors.Is(err, ErrMessageTooLarge):
+		errors.Is(err, ErrMessageTooLarge),
+		errors.Is(err, ErrLimit),
+		errors.Is(err, ErrStalled):
 		return codes.ResourceExhausted
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return codes.Unauthenticated
+	case errors.Is(err, auth.ErrPermissionDenied):
+		return codes.PermissionDenied
 	case errors.Is(err, catalog.ErrUnavailable),
 		errors.Is(err, progress.ErrUnavailable),
 		errors.Is(err, ErrShuttingDown):

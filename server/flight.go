@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
@@ -29,9 +30,13 @@ func (f *flightService) plan(ctx context.Context, cmd []byte) (*sluicev1.ChangeR
 	if err != nil {
 		return nil, nil, err
 	}
+	start := time.Now()
 	p, err := f.s.engine.Plan(ctx, fr)
 	if err != nil {
 		return nil, nil, err
+	}
+	if f.s.metrics != nil {
+		f.s.metrics.planSeconds.Observe(time.Since(start).Seconds())
 	}
 	return req, p, nil
 }
@@ -194,7 +199,7 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if err != nil {
 		return f.s.fail(ctx, "DoGet", err)
 	}
-	w := newBatchWriter(stream, p.Schema(), req.GetCompression(), f.s.mem)
+	w := f.s.newWriter(stream, p.Table, p.Schema(), req.GetCompression())
 	for b, err := range f.s.engine.Read(ctx, p) {
 		if err != nil {
 			return f.s.fail(ctx, "DoGet", err)
@@ -261,4 +266,26 @@ func (f *flightService) DoPut(flight.FlightService_DoPutServer) error {
 // DoExchange is not offered.
 func (f *flightService) DoExchange(flight.FlightService_DoExchangeServer) error {
 	return status.Error(codes.Unimplemented, "DoExchange is not offered: read change feeds with DoGet")
+}
+
+// Handshake is Flight's authentication exchange: a client sends
+// "authorization: Basic base64(user:password)" (pyarrow's
+// authenticate_basic_token) and gets back the header
+// "authorization: Bearer <token>" to send on later calls. With a bearer
+// token, or in the mTLS mode, it only checks the caller.
+func (f *flightService) Handshake(stream flight.FlightService_HandshakeServer) error {
+	ctx := stream.Context()
+	if f.s.authn == nil {
+		return status.Error(codes.Unimplemented, "authentication is off on this server: call it without a handshake")
+	}
+	_, md, err := f.s.authn.Handshake(ctx)
+	if err != nil {
+		return f.s.fail(ctx, "Handshake", err)
+	}
+	if md != nil {
+		if err := stream.SetHeader(md); err != nil {
+			return f.s.fail(ctx, "Handshake", err)
+		}
+	}
+	return nil
 }

@@ -238,7 +238,7 @@ func (f *follower) streamWindow(ctx context.Context, end feed.Snapshot) error {
 // so a schema change ends a stream with ErrSchemaChanged.
 func (f *follower) ensureWriter(schema *arrow.Schema) error {
 	if f.w == nil {
-		f.w = newBatchWriter(f.stream, schema, f.sr.compression, f.s.mem)
+		f.w = f.s.newWriter(f.stream, f.sr.window.Table, schema, f.sr.compression)
 		return nil
 	}
 	if !f.w.schema.Equal(schema) {

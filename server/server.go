@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 	"github.com/sluicefeed/sluice/progress"
@@ -35,6 +36,16 @@ type Options struct {
 	Progress ProgressStore
 	// Follow tunes follow streams and WatchCommits.
 	Follow FollowOptions
+	// Authenticator authenticates every call but the Handshake and health
+	// checks. Nil: every caller is anonymous.
+	Authenticator *auth.Authenticator
+	// Authorizer decides the tables and columns each caller may read. Nil:
+	// every caller may read everything.
+	Authorizer *auth.Authorizer
+	// Limits bounds what callers may ask at once; zero values are no limit.
+	Limits Limits
+	// Metrics, when set, receives the server's Prometheus metrics.
+	Metrics *Metrics
 }
 
 // FollowOptions tunes how follow streams and WatchCommits watch tables.
@@ -87,7 +98,7 @@ type ProgressStore interface {
 
 // Server is the Flight service and the ControlService over one engine.
 type Server struct {
-	engine   *feed.Engine
+	engine   *guard
 	mem      memory.Allocator
 	log      *slog.Logger
 	progress ProgressStore
@@ -97,6 +108,10 @@ type Server struct {
 	// WatchCommits end with Unavailable.
 	shutdown     context.Context
 	stopFollowed context.CancelFunc
+
+	authn   *auth.Authenticator
+	limits  *limiter
+	metrics *Metrics
 }
 
 // New returns a server over the engine.
@@ -108,8 +123,9 @@ func New(engine *feed.Engine, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	shutdown, stop := context.WithCancel(context.Background())
-	return &Server{engine: engine, mem: opts.Allocator, log: opts.Logger, progress: opts.Progress,
-		follow: opts.Follow.withDefaults(), shutdown: shutdown, stopFollowed: stop}
+	return &Server{engine: &guard{e: engine, authz: opts.Authorizer}, mem: opts.Allocator, log: opts.Logger,
+		progress: opts.Progress, follow: opts.Follow.withDefaults(), shutdown: shutdown, stopFollowed: stop,
+		authn: opts.Authenticator, limits: newLimiter(opts.Limits), metrics: opts.Metrics}
 }
 
 // Register registers the Flight service and the ControlService on a gRPC

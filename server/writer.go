@@ -2,8 +2,11 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -24,6 +27,9 @@ type batchWriter struct {
 	pw     *payloadWriter
 	w      *ipc.Writer
 	schema *arrow.Schema
+	// metrics and table, when set, count what is streamed.
+	metrics *Metrics
+	table   string
 }
 
 func newBatchWriter(stream flight.DataStreamWriter, schema *arrow.Schema, compression string,
@@ -59,7 +65,12 @@ func (bw *batchWriter) write(b feed.Batch) error { return bw.writeKind(b, kindCh
 func (bw *batchWriter) writeKind(b feed.Batch, kind int) error {
 	bw.pw.appMeta = appMetadata(b, kind)
 	defer func() { bw.pw.appMeta = nil }()
-	return bw.w.Write(b.Record)
+	before := bw.pw.bytes
+	err := bw.w.Write(b.Record)
+	if err == nil {
+		bw.metrics.streamed(bw.table, b.Record.NumRows(), bw.pw.bytes-before)
+	}
+	return err
 }
 
 // close ends the stream of IPC messages; the schema is sent even when no
@@ -129,3 +140,53 @@ func (p *payloadWriter) WritePayload(payload ipc.Payload) error {
 }
 
 func (p *payloadWriter) Close() error { return nil }
+
+// newWriter returns the batch writer of a stream of the table's changes:
+// with the stall timeout of the server's limits and its metrics.
+func (s *Server) newWriter(stream flight.DataStreamWriter, table string, schema *arrow.Schema,
+	compression string) *batchWriter {
+	if s.limits.l.StallTimeout > 0 {
+		stream = &stallGuard{stream: stream, timeout: s.limits.l.StallTimeout}
+	}
+	w := newBatchWriter(stream, schema, compression, s.mem)
+	w.metrics, w.table = s.metrics, table
+	return w
+}
+
+// ErrStalled reports a client that took no message for the stall timeout.
+var ErrStalled = errors.New("server: client stopped reading")
+
+// stallGuard sends messages from a goroutine of its own, so that a send
+// blocked by a client that stopped reading can be given up after a
+// timeout: the call then ends (with ResourceExhausted), gRPC resets the
+// stream, and the blocked send returns.
+type stallGuard struct {
+	stream  flight.DataStreamWriter
+	timeout time.Duration
+	once    sync.Once
+	queue   chan *flight.FlightData
+	done    chan error
+}
+
+func (g *stallGuard) Send(fd *flight.FlightData) error {
+	g.once.Do(func() {
+		g.queue, g.done = make(chan *flight.FlightData), make(chan error, 1)
+		go func() {
+			for fd := range g.queue {
+				g.done <- g.stream.Send(fd)
+			}
+		}()
+	})
+	g.queue <- fd
+	timer := time.NewTimer(g.timeout)
+	defer timer.Stop()
+	select {
+	case err := <-g.done:
+		return err
+	case <-timer.C:
+		// The sender goroutine ends when the reset stream fails its send;
+		// it never sends again.
+		close(g.queue)
+		return fmt.Errorf("%w: no message taken for %v", ErrStalled, g.timeout)
+	}
+}

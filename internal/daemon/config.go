@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/server"
@@ -80,6 +81,21 @@ type Config struct {
 	Follow FollowConfig `yaml:"follow"`
 	// Progress configures the store of durable consumer progress.
 	Progress ProgressConfig `yaml:"progress"`
+	// Auth configures authentication, TLS and the table grants (--auth-mode,
+	// --auth-tokens-file, --auth-users-file, --auth-secret-file,
+	// --auth-token-ttl, --tls-cert-file, --tls-key-file,
+	// --tls-client-ca-file; rules in YAML only). Default: off, which only a
+	// loopback listen address accepts.
+	Auth auth.Config `yaml:"auth"`
+	// MetricsListen, when set, serves Prometheus metrics on
+	// http://<addr>/metrics and a liveness check on /healthz
+	// (--metrics-listen). Default: off.
+	MetricsListen string `yaml:"metrics_listen"`
+	// Reflection registers gRPC server reflection, for grpcurl
+	// (--reflection). Default false.
+	Reflection bool `yaml:"reflection"`
+	// Limits bounds what callers may ask at once.
+	Limits LimitsConfig `yaml:"limits"`
 }
 
 // FollowConfig tunes how follow streams watch tables.
@@ -120,6 +136,26 @@ func (c Config) ProgressDSN() string {
 	}
 }
 
+// LimitsConfig bounds what callers may ask of the server at once; exceeding
+// a limit fails the call with ResourceExhausted. Zero: no limit.
+type LimitsConfig struct {
+	// MaxStreams bounds the streaming calls running at once
+	// (--max-streams). Default 256.
+	MaxStreams int `yaml:"max_streams"`
+	// MaxStreamsPerPrincipal bounds them per caller
+	// (--max-streams-per-principal). Default 64.
+	MaxStreamsPerPrincipal int `yaml:"max_streams_per_principal"`
+	// CallsPerSecond is each caller's call rate, with bursts of twice as
+	// many (--calls-per-second). Default 200.
+	CallsPerSecond float64 `yaml:"calls_per_second"`
+	// StallTimeout ends a stream whose client has taken no message for this
+	// long (--stall-timeout). Default 5m.
+	StallTimeout time.Duration `yaml:"stall_timeout"`
+	// KeepaliveTime is how often the server pings an idle connection
+	// (--keepalive-time). Default 2m.
+	KeepaliveTime time.Duration `yaml:"keepalive_time"`
+}
+
 // EngineConfig tunes the change engine; zero values take the engine's
 // defaults.
 type EngineConfig struct {
@@ -144,6 +180,9 @@ func DefaultConfig() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCPercent:       DefaultGCPercent,
 		MemoryLimitMiB:  DefaultMemoryLimitMiB,
+		Auth:            auth.Config{}.WithDefaults(),
+		Limits: LimitsConfig{MaxStreams: 256, MaxStreamsPerPrincipal: 64, CallsPerSecond: 200,
+			StallTimeout: 5 * time.Minute, KeepaliveTime: 2 * time.Minute},
 		Follow: FollowConfig{
 			PollInterval:      server.DefaultPollInterval,
 			HeartbeatInterval: server.DefaultHeartbeatInterval,
@@ -159,6 +198,18 @@ func (c Config) Validate() error {
 	}
 	if err := c.Catalog.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if err := c.Auth.Validate(c.Listen); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			return fmt.Errorf("%w: metrics listen address %q: %v", ErrConfig, c.MetricsListen, err)
+		}
+	}
+	l := c.Limits
+	if l.MaxStreams < 0 || l.MaxStreamsPerPrincipal < 0 || l.CallsPerSecond < 0 || l.StallTimeout < 0 || l.KeepaliveTime < 0 {
+		return fmt.Errorf("%w: limits must not be negative", ErrConfig)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -233,6 +284,21 @@ func LoadConfig(args, environ []string, out io.Writer) (Config, error) {
 		fs.DurationVar(&c.Follow.HeartbeatInterval, "heartbeat-interval", c.Follow.HeartbeatInterval,
 			"how long an idle follow stream waits before a heartbeat batch")
 		fs.DurationVar(&c.Follow.MaxBackoff, "max-backoff", c.Follow.MaxBackoff, "longest wait between polls while the catalog fails")
+		fs.StringVar(&c.Auth.Mode, "auth-mode", c.Auth.Mode, "authentication: off (loopback only), token, basic, token,basic, mtls")
+		fs.StringVar(&c.Auth.TokensFile, "auth-tokens-file", c.Auth.TokensFile, "YAML file of hashed bearer tokens")
+		fs.StringVar(&c.Auth.UsersFile, "auth-users-file", c.Auth.UsersFile, "YAML file of users and bcrypt hashes (basic auth)")
+		fs.StringVar(&c.Auth.SecretFile, "auth-secret-file", c.Auth.SecretFile, "secret that signs issued tokens")
+		fs.DurationVar(&c.Auth.TokenTTL, "auth-token-ttl", c.Auth.TokenTTL, "life of a token the handshake issues")
+		fs.StringVar(&c.Auth.TLS.CertFile, "tls-cert-file", c.Auth.TLS.CertFile, "server certificate chain (PEM): serve TLS")
+		fs.StringVar(&c.Auth.TLS.KeyFile, "tls-key-file", c.Auth.TLS.KeyFile, "server private key (PEM)")
+		fs.StringVar(&c.Auth.TLS.ClientCAFile, "tls-client-ca-file", c.Auth.TLS.ClientCAFile, "CA of client certificates (mtls)")
+		fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "serve Prometheus /metrics and /healthz on this address")
+		fs.BoolVar(&c.Reflection, "reflection", c.Reflection, "register gRPC server reflection")
+		fs.IntVar(&c.Limits.MaxStreams, "max-streams", c.Limits.MaxStreams, "streaming calls at once, 0: no limit")
+		fs.IntVar(&c.Limits.MaxStreamsPerPrincipal, "max-streams-per-principal", c.Limits.MaxStreamsPerPrincipal, "streaming calls at once per caller, 0: no limit")
+		fs.Float64Var(&c.Limits.CallsPerSecond, "calls-per-second", c.Limits.CallsPerSecond, "calls per second per caller, 0: no limit")
+		fs.DurationVar(&c.Limits.StallTimeout, "stall-timeout", c.Limits.StallTimeout, "end a stream whose client takes nothing for this long, 0: never")
+		fs.DurationVar(&c.Limits.KeepaliveTime, "keepalive-time", c.Limits.KeepaliveTime, "ping idle connections this often")
 		fs.StringVar(&c.Progress.DSN, "progress-dsn", c.Progress.DSN,
 			"consumer progress store: a SQLite file or postgres://... (default <warehouse>/sluice-consumers.db)")
 	}
@@ -265,6 +331,7 @@ func LoadConfig(args, environ []string, out io.Writer) (Config, error) {
 		return Config{}, err
 	}
 	cfg.Catalog = cfg.Catalog.WithDefaults()
+	cfg.Auth = cfg.Auth.WithDefaults()
 	return cfg, cfg.Validate()
 }
 
@@ -284,25 +351,49 @@ func loadYAML(path string, cfg *Config) error {
 // applyEnv applies the SLUICE_* variables.
 func applyEnv(env map[string]string, cfg *Config) error {
 	str := map[string]*string{
-		"SLUICE_LISTEN":       &cfg.Listen,
-		"SLUICE_WAREHOUSE":    &cfg.Catalog.Warehouse,
-		"SLUICE_CATALOG_TYPE": &cfg.Catalog.Type,
-		"SLUICE_CATALOG_URI":  &cfg.Catalog.URI,
-		"SLUICE_CATALOG_NAME": &cfg.Catalog.Name,
-		"SLUICE_READY_FILE":   &cfg.ReadyFile,
-		"SLUICE_LOG_LEVEL":    &cfg.LogLevel,
-		"SLUICE_LOG_FORMAT":   &cfg.LogFormat,
-		"SLUICE_PROGRESS_DSN": &cfg.Progress.DSN,
+		"SLUICE_AUTH_MODE":          &cfg.Auth.Mode,
+		"SLUICE_AUTH_TOKENS_FILE":   &cfg.Auth.TokensFile,
+		"SLUICE_AUTH_USERS_FILE":    &cfg.Auth.UsersFile,
+		"SLUICE_AUTH_SECRET_FILE":   &cfg.Auth.SecretFile,
+		"SLUICE_TLS_CERT_FILE":      &cfg.Auth.TLS.CertFile,
+		"SLUICE_TLS_KEY_FILE":       &cfg.Auth.TLS.KeyFile,
+		"SLUICE_TLS_CLIENT_CA_FILE": &cfg.Auth.TLS.ClientCAFile,
+		"SLUICE_METRICS_LISTEN":     &cfg.MetricsListen,
+		"SLUICE_LISTEN":             &cfg.Listen,
+		"SLUICE_WAREHOUSE":          &cfg.Catalog.Warehouse,
+		"SLUICE_CATALOG_TYPE":       &cfg.Catalog.Type,
+		"SLUICE_CATALOG_URI":        &cfg.Catalog.URI,
+		"SLUICE_CATALOG_NAME":       &cfg.Catalog.Name,
+		"SLUICE_READY_FILE":         &cfg.ReadyFile,
+		"SLUICE_LOG_LEVEL":          &cfg.LogLevel,
+		"SLUICE_LOG_FORMAT":         &cfg.LogFormat,
+		"SLUICE_PROGRESS_DSN":       &cfg.Progress.DSN,
 	}
 	for k, p := range str {
 		if v, ok := env[k]; ok {
 			*p = v
 		}
 	}
+	if v, ok := env["SLUICE_REFLECTION"]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: SLUICE_REFLECTION=%q is not a boolean", ErrConfig, v)
+		}
+		cfg.Reflection = b
+	}
+	if v, ok := env["SLUICE_CALLS_PER_SECOND"]; ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%w: SLUICE_CALLS_PER_SECOND=%q is not a number", ErrConfig, v)
+		}
+		cfg.Limits.CallsPerSecond = f
+	}
 	ints := map[string]*int{
-		"SLUICE_READ_CONCURRENCY": &cfg.Engine.ReadConcurrency,
-		"SLUICE_MAX_BATCH_ROWS":   &cfg.Engine.MaxBatchRows,
-		"SLUICE_GC_PERCENT":       &cfg.GCPercent,
+		"SLUICE_MAX_STREAMS":               &cfg.Limits.MaxStreams,
+		"SLUICE_MAX_STREAMS_PER_PRINCIPAL": &cfg.Limits.MaxStreamsPerPrincipal,
+		"SLUICE_READ_CONCURRENCY":          &cfg.Engine.ReadConcurrency,
+		"SLUICE_MAX_BATCH_ROWS":            &cfg.Engine.MaxBatchRows,
+		"SLUICE_GC_PERCENT":                &cfg.GCPercent,
 	}
 	for k, p := range ints {
 		if v, ok := env[k]; ok {
@@ -339,6 +430,9 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_POLL_INTERVAL":      &cfg.Follow.PollInterval,
 		"SLUICE_HEARTBEAT_INTERVAL": &cfg.Follow.HeartbeatInterval,
 		"SLUICE_MAX_BACKOFF":        &cfg.Follow.MaxBackoff,
+		"SLUICE_AUTH_TOKEN_TTL":     &cfg.Auth.TokenTTL,
+		"SLUICE_STALL_TIMEOUT":      &cfg.Limits.StallTimeout,
+		"SLUICE_KEEPALIVE_TIME":     &cfg.Limits.KeepaliveTime,
 	}
 	for k, p := range durations {
 		if v, ok := env[k]; ok {

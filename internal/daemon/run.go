@@ -2,17 +2,25 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
 
+	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/internal/demo"
@@ -50,14 +58,53 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("consumer progress store: %w", err)
 	}
 	defer store.Close()
+	authn, err := auth.New(cfg.Auth)
+	if err != nil {
+		return err
+	}
+	authz, err := auth.NewAuthorizer(cfg.Auth)
+	if err != nil {
+		return err
+	}
+	tlsConfig, err := cfg.Auth.ServerTLS()
+	if err != nil {
+		return err
+	}
+	metrics := server.NewMetrics(engine)
 	srv := server.New(engine, server.Options{Logger: log, Progress: store, Follow: server.FollowOptions{
 		PollInterval:      cfg.Follow.PollInterval,
 		HeartbeatInterval: cfg.Follow.HeartbeatInterval,
 		MaxBackoff:        cfg.Follow.MaxBackoff,
+	}, Authenticator: authn, Authorizer: authz, Metrics: metrics, Limits: server.Limits{
+		MaxStreams:             cfg.Limits.MaxStreams,
+		MaxStreamsPerPrincipal: cfg.Limits.MaxStreamsPerPrincipal,
+		CallsPerSecond:         cfg.Limits.CallsPerSecond,
+		StallTimeout:           cfg.Limits.StallTimeout,
 	}})
 
-	gs := grpc.NewServer(srv.ServerOptions()...)
+	opts := srv.ServerOptions()
+	if tlsConfig != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+	}
+	if cfg.Limits.KeepaliveTime > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{Time: cfg.Limits.KeepaliveTime,
+			Timeout: 20 * time.Second}), grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime: 10 * time.Second, PermitWithoutStream: true}))
+	}
+	gs := grpc.NewServer(opts...)
 	srv.Register(gs)
+	healthSrv := health.NewServer()
+	healthpb.RegisterHealthServer(gs, healthSrv)
+	if cfg.Reflection {
+		reflection.Register(gs)
+	}
+	if cfg.MetricsListen != "" {
+		stopMetrics, err := serveMetrics(cfg.MetricsListen, metrics, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -87,6 +134,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("stopping", "timeout", cfg.ShutdownTimeout)
+	healthSrv.Shutdown() // health checks now answer NOT_SERVING
 	// Follow streams never end by themselves: end them (Unavailable "server
 	// shutting down") so that GracefulStop waits only for bounded reads.
 	srv.Shutdown()
@@ -103,6 +151,25 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		<-stopped
 	}
 	return nil
+}
+
+// serveMetrics serves /metrics and /healthz over HTTP.
+func serveMetrics(addr string, m *server.Metrics, log *slog.Logger) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "error", err)
+		}
+	}()
+	log.Info("serving metrics", "address", lis.Addr().String())
+	return func() { _ = hs.Close() }, nil
 }
 
 // tuneRuntime applies the collector settings, unless GOGC or GOMEMLIMIT

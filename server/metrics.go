@@ -1,0 +1,72 @@
+package server
+
+import (
+	"net/http"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicefeed/sluice/feed"
+)
+
+// Metrics are the server's Prometheus metrics: gRPC handling (calls,
+// codes, handling times), rows and bytes streamed per table, open streams,
+// planning time, and the engine's reads and cache hits.
+type Metrics struct {
+	registry    *prometheus.Registry
+	grpc        *grpcprom.ServerMetrics
+	rows        *prometheus.CounterVec
+	bytes       *prometheus.CounterVec
+	openStreams prometheus.Gauge
+	planSeconds prometheus.Histogram
+}
+
+// NewMetrics creates the metrics, with the engine's totals (nil: none) and
+// the Go runtime's.
+func NewMetrics(engine *feed.Engine) *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
+			grpcprom.WithHistogramBuckets([]float64{0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120, 600}))),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_rows_streamed_total",
+			Help: "Change rows streamed, per table."}, []string{"table"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_bytes_streamed_total",
+			Help: "Arrow IPC body bytes streamed, per table."}, []string{"table"}),
+		openStreams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_open_streams",
+			Help: "Streaming calls running."}),
+		planSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sluice_plan_seconds",
+			Help: "Time to plan a change window.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
+	}
+	m.registry.MustRegister(m.grpc, m.rows, m.bytes, m.openStreams, m.planSeconds,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if engine != nil {
+		stat := func(name, help string, v func(feed.Stats) int64) {
+			m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+				func() float64 { return float64(v(engine.Stats())) }))
+		}
+		stat("sluice_files_read_total", "Data files read.", func(s feed.Stats) int64 { return s.FilesRead })
+		stat("sluice_row_groups_read_total", "Row groups read by snapshots that delete rows.",
+			func(s feed.Stats) int64 { return s.RowGroupsRead })
+		stat("sluice_rows_decoded_total", "Rows decoded from data files.", func(s feed.Stats) int64 { return s.RowsDecoded })
+		stat("sluice_plan_cache_hits_total", "Snapshot plans served from the cache.",
+			func(s feed.Stats) int64 { return s.PlanCacheHits })
+		stat("sluice_plan_cache_misses_total", "Snapshot plans read from manifests.",
+			func(s feed.Stats) int64 { return s.PlanCacheMisses })
+	}
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+func (m *Metrics) streamed(table string, rows, bytes int64) {
+	if m == nil {
+		return
+	}
+	m.rows.WithLabelValues(table).Add(float64(rows))
+	m.bytes.WithLabelValues(table).Add(float64(bytes))
+}
