@@ -29,6 +29,10 @@ const (
 type deleteIndex struct {
 	fs  iceio.IO
 	mem memory.Allocator
+	// table names the table in errors; snapshot is 0 (errors then name the
+	// file, and the caller the snapshot).
+	table    string
+	snapshot int64
 	// mu guards the maps below (files are read in parallel); a file read by
 	// two readers at once is read twice, which is harmless.
 	mu sync.Mutex
@@ -43,8 +47,8 @@ type deleteIndex struct {
 	dv map[string][]int64
 }
 
-func newDeleteIndex(fs iceio.IO, mem memory.Allocator) *deleteIndex {
-	return &deleteIndex{fs: fs, mem: mem, pos: map[string]map[string][]int64{},
+func newDeleteIndex(fs iceio.IO, mem memory.Allocator, table string) *deleteIndex {
+	return &deleteIndex{fs: fs, mem: mem, table: table, pos: map[string]map[string][]int64{},
 		eq: map[string]map[string]struct{}{}, eqValues: map[string][][]any{}, dv: map[string][]int64{}}
 }
 
@@ -180,7 +184,7 @@ func (x *deleteIndex) deletionVector(df iceberg.DataFile) ([]int64, error) {
 	}
 	bitmap, err := dv.ReadDV(x.fs, df)
 	if err != nil {
-		return nil, fmt.Errorf("read deletion vector %s: %w", df.FilePath(), err)
+		return nil, readError(x.table, x.snapshot, "deletion vector "+df.FilePath(), err)
 	}
 	positions = make([]int64, 0, bitmap.Cardinality())
 	for p := range bitmap.Positions() {
@@ -305,21 +309,21 @@ func (x *deleteIndex) readParquet(ctx context.Context, df iceberg.DataFile, fn f
 	}
 	f, err := x.fs.Open(df.FilePath())
 	if err != nil {
-		return fmt.Errorf("open delete file %s: %w", df.FilePath(), err)
+		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	defer f.Close()
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
-		return fmt.Errorf("read delete file %s: %w", df.FilePath(), err)
+		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	defer pf.Close()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, x.mem)
 	if err != nil {
-		return fmt.Errorf("read delete file %s: %w", df.FilePath(), err)
+		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return fmt.Errorf("read delete file %s: %w", df.FilePath(), err)
+		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	defer rr.Release()
 	for rr.Next() {
@@ -328,7 +332,7 @@ func (x *deleteIndex) readParquet(ctx context.Context, df iceberg.DataFile, fn f
 		}
 	}
 	if err := rr.Err(); err != nil {
-		return fmt.Errorf("read delete file %s: %w", df.FilePath(), err)
+		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	return nil
 }

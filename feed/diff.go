@@ -2,7 +2,6 @@ package feed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -77,7 +76,7 @@ func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan, concurren
 		return p.tbl.Scan(table.WithSnapshotID(*p.To), table.WithSelectedFields(fields...),
 			table.WithCaseSensitive(true), table.WithMaxConcurrency(1))
 	}
-	d := &diffReader{mem: mem, fs: fsys, full: scan("*"), deletes: newDeleteIndex(fsys, mem), end: p.end,
+	d := &diffReader{mem: mem, fs: fsys, full: scan("*"), deletes: newDeleteIndex(fsys, mem, p.Table), end: p.end,
 		name: p.Table, concurrency: max(1, concurrency), footers: map[string]*footer{}, stats: stats}
 	if narrow := p.diffColumns(); len(narrow) < len(p.end.Fields()) {
 		d.narrow = scan(narrow...)
@@ -203,9 +202,6 @@ func (d *diffReader) collect(ctx context.Context, sp SnapshotPlan) (*changeSet, 
 	}
 	if err != nil {
 		cs.release()
-		if isNotExist(err) && !errors.Is(err, ErrResyncRequired) {
-			err = readError(d.name, sp.ID, "a delete file", err)
-		}
 		return nil, err
 	}
 	return cs, nil

@@ -29,6 +29,11 @@ var (
 	// of the engine cannot turn into exact row changes. The engine fails
 	// rather than skip a snapshot or emit wrong rows.
 	ErrUnsupported = errors.New("feed: unsupported")
+	// ErrUnreadable reports a manifest, data or delete file that exists but
+	// cannot be decoded: damaged, truncated, or not what its metadata says.
+	ErrUnreadable = errors.New("feed: unreadable table file")
+	// ErrStorageUnavailable reports storage that could not be reached.
+	ErrStorageUnavailable = errors.New("feed: storage unavailable")
 	// ErrTooLarge reports a single row too large to fit in one batch.
 	ErrTooLarge = errors.New("feed: row too large")
 )

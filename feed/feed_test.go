@@ -632,3 +632,52 @@ func TestEqualityDeleteReadsFewRowGroups(t *testing.T) {
 		t.Fatalf("read %d row groups and decoded %d rows for 3 deleted keys", st.RowGroupsRead, st.RowsDecoded)
 	}
 }
+
+func TestTruncatedDataFileIsUnreadable(t *testing.T) {
+	h := newHistory(t, 2, 50)
+	ctx := context.Background()
+	fsys, err := h.tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := h.tbl.SnapshotByID(h.snapshots[1])
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim string
+	for _, m := range manifests {
+		if m.SnapshotID() != snap.SnapshotID {
+			continue
+		}
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			victim = strings.TrimPrefix(e.DataFile().FilePath(), "file://")
+			break
+		}
+	}
+	if err := os.Truncate(victim, 100); err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng := feed.New(h.cat, feed.Options{Allocator: mem})
+	p, err := eng.Plan(ctx, feed.Request{Table: tableName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	for b, err := range eng.Read(ctx, p) {
+		if err != nil {
+			last = err
+			break
+		}
+		b.Record.Release()
+	}
+	if !errors.Is(last, feed.ErrUnreadable) || !strings.Contains(last.Error(), fmt.Sprint(h.snapshots[1])) ||
+		!strings.Contains(last.Error(), victim) {
+		t.Fatalf("read of a truncated file ended with %v, want ErrUnreadable naming snapshot %d", last, h.snapshots[1])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"slices"
 	"strings"
 
@@ -341,11 +342,25 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 // readError classifies an error reading table files: a missing file means
 // the history is gone and the consumer must resync.
 func readError(name string, snapshot int64, what string, err error) error {
-	if isNotExist(err) {
-		return fmt.Errorf("%w: snapshot %d of table %s: %s no longer exists (%v); its changes cannot be read, "+
-			"so re-read the table's current state and follow it from there", ErrResyncRequired, snapshot, name, what, err)
+	where := fmt.Sprintf("snapshot %d of table %s", snapshot, name)
+	if snapshot == 0 {
+		where = "table " + name
 	}
-	return fmt.Errorf("snapshot %d of table %s: read %s: %w", snapshot, name, what, err)
+	var netErr net.Error
+	switch {
+	case errors.Is(err, ErrResyncRequired), errors.Is(err, ErrUnreadable), errors.Is(err, ErrStorageUnavailable),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err // classified already, or not a file's fault
+	case isNotExist(err):
+		return fmt.Errorf("%w: %s: %s no longer exists (%v); its changes cannot be read, "+
+			"so re-read the table's current state and follow it from there", ErrResyncRequired, where, what, err)
+	case errors.As(err, &netErr):
+		return fmt.Errorf("%w: %s: read %s: %v", ErrStorageUnavailable, where, what, err)
+	default:
+		// The file is there but cannot be decoded: damaged, truncated, not
+		// what its manifest says.
+		return fmt.Errorf("%w: %s: %s cannot be read: %v", ErrUnreadable, where, what, err)
+	}
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -139,11 +140,11 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 		e.stats.filesRead.Add(int64(len(sp.Files)))
 		_, records, err := scan.ReadTasks(ctx, sp.tasks)
 		if err != nil {
-			return fail(readError(name, sp.ID, "a data file", err))
+			return fail(readError(name, sp.ID, e.whichFile(ctx, p, sp.tasks, err), err))
 		}
 		for rec, err := range records {
 			if err != nil {
-				return fail(readError(name, sp.ID, "a data file", err))
+				return fail(readError(name, sp.ID, e.whichFile(ctx, p, sp.tasks, err), err))
 			}
 			if rf != nil {
 				// SQL's logic: a null compares as unknown, which no insert
@@ -206,4 +207,26 @@ func keepMatching(ctx context.Context, mem memory.Allocator, rf *rowFilter, rec 
 	mask := b.NewArray()
 	defer mask.Release()
 	return compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
+}
+
+// whichFile names, for an error reading several data files at once, the
+// file at fault: the first whose footer cannot be read, else all of them.
+func (e *Engine) whichFile(ctx context.Context, p *Plan, tasks []table.FileScanTask, err error) string {
+	if len(tasks) == 1 {
+		return "data file " + tasks[0].File.FilePath()
+	}
+	if ctx.Err() == nil && !isNotExist(err) {
+		if fsys, ferr := p.tbl.FS(ctx); ferr == nil {
+			for _, t := range tasks {
+				if _, ferr := readFooter(fsys, t.File); ferr != nil {
+					return "data file " + t.File.FilePath()
+				}
+			}
+		}
+	}
+	paths := make([]string, len(tasks))
+	for i, t := range tasks {
+		paths[i] = t.File.FilePath()
+	}
+	return "one of the data files " + strings.Join(paths, ", ")
 }

@@ -58,6 +58,7 @@ func codeOf(err error) codes.Code {
 		return codes.NotFound
 	case errors.Is(err, feed.ErrResyncRequired),
 		errors.Is(err, feed.ErrUnsupported),
+		errors.Is(err, feed.ErrUnreadable),
 		errors.Is(err, ErrSchemaChanged):
 		return codes.FailedPrecondition
 	case errors.Is(err, feed.ErrTooLarge),
@@ -70,6 +71,7 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, auth.ErrPermissionDenied):
 		return codes.PermissionDenied
 	case errors.Is(err, catalog.ErrUnavailable),
+		errors.Is(err, feed.ErrStorageUnavailable),
 		errors.Is(err, progress.ErrUnavailable),
 		errors.Is(err, ErrShuttingDown):
 		return codes.Unavailable
