@@ -30,8 +30,8 @@ FUZZTIME ?= 30s
 
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build run demo venv tools generate checkgenerate lint fmt test test-unit test-python test-e2e \
-	bench fuzz clean test-long
+.PHONY: all build run demo venv tools generate checkgenerate lint checkfuzz fmt test test-unit test-python test-e2e \
+	bench load fuzz clean test-long
 
 all: build
 
@@ -78,8 +78,8 @@ $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION):
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/golangci-lint $@
 
-## lint: golangci-lint and gofmt
-lint: $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+## lint: golangci-lint and gofmt, and every fuzzer listed in FUZZERS
+lint: $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) checkfuzz
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'))" || (gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'); exit 1)
 	$(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) run ./...
 
@@ -114,12 +114,39 @@ BIG_ROWS ?= 10000000
 bench: build venv
 	$(GO) build -o $(BIN)/sluice-bench ./cmd/sluice-bench
 	$(BIN)/sluice-bench -runs $(RUNS) -big-rows $(BIG_ROWS) -flightd $(BIN)/flightd -python $(PY) -out docs/BENCHMARKS.md
+	$(MAKE) load
 
-## fuzz: every fuzzer for FUZZTIME each
-fuzz:
-	$(GO) test ./feed/ -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzDecodeBody$$' -fuzztime $(FUZZTIME)
+## load: the load test (e2e/load_test.go): LOAD_CONSUMERS consumers and a writer on one flightd for LOAD_DURATION; docs/LOAD.md
+LOAD_DURATION ?= 60s
+LOAD_CONSUMERS ?= 50
+load:
+	SLUICE_LOAD=1 SLUICE_LOAD_DURATION=$(LOAD_DURATION) SLUICE_LOAD_CONSUMERS=$(LOAD_CONSUMERS) \
+		SLUICE_LOAD_OUT=$(CURDIR)/docs/LOAD.md $(GO) test -count=1 -timeout 30m -run '^TestLoad$$' -v ./e2e/
+
+# Every fuzzer, as package:name. checkfuzz (run by lint) fails when a
+# fuzzer of the code is missing here.
+FUZZERS := \
+	./feed/:FuzzParseFilter \
+	./server/:FuzzDecodeRequest \
+	./server/:FuzzDecodeBody \
+	./auth/:FuzzParseAuthorization \
+	./auth/:FuzzIssuedToken \
+	./auth/:FuzzAuthenticate \
+	./auth/:FuzzGlobMatch \
+	./clients/go/:FuzzParseMeta
+
+## fuzz: every fuzzer for FUZZTIME each; a failing input is kept in its package's testdata/fuzz
+fuzz: checkfuzz
+	@set -e; for f in $(FUZZERS); do \
+		echo "== $${f#*:} in $${f%%:*} for $(FUZZTIME)"; \
+		$(GO) test $${f%%:*} -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME); \
+	done
+
+## checkfuzz: every `func Fuzz` of the code is in FUZZERS
+checkfuzz:
+	@missing=$$(git grep --untracked -h -o '^func Fuzz[A-Za-z0-9_]*' -- '*_test.go' | sed 's/^func //' | sort -u | \
+		while read -r name; do echo " $(FUZZERS) " | grep -q ":$$name " || echo "$$name"; done); \
+		test -z "$$missing" || (echo "fuzzers missing from FUZZERS in the Makefile:" $$missing; exit 1)
 
 ## clean: remove built binaries, the venv and tools
 clean:

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -27,9 +28,26 @@ const sqliteBusyTimeoutMs = 10000
 
 // Catalog loads tables from one iceberg-go catalog. It is safe for
 // concurrent use.
+//
+// An sql catalog holds its SQLite file open. Every call first checks that
+// the file is still there, and still the file it opened: a file moved away
+// or deleted fails the call with ErrUnavailable (the open connections would
+// otherwise go on reading the vanished file), and a file replaced by
+// another one (a restore from a backup, a new file renamed into place) is
+// opened anew, so that the catalog never serves a state its file no longer
+// holds.
 type Catalog struct {
 	cfg Config
+	// file is the SQLite file of an sql catalog ("" for the other types);
+	// props are the properties it is opened with.
+	file  string
+	props iceberg.Properties
+
+	// mu guards ice and opened.
+	mu  sync.Mutex
 	ice icecatalog.Catalog
+	// opened identifies the file ice has open (sql catalogs).
+	opened os.FileInfo
 }
 
 // Open opens the catalog that cfg describes. For the embedded default (a
@@ -51,10 +69,11 @@ func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 		props["warehouse"] = warehouse
 	}
 
+	c := &Catalog{cfg: cfg}
 	var ice icecatalog.Catalog
 	switch cfg.Type {
 	case TypeSQL:
-		ice, err = openSQL(ctx, cfg, props)
+		ice, err = c.openSQL(ctx, props)
 	case TypeREST:
 		ice, err = rest.NewCatalog(ctx, cfg.Name, cfg.URI, rest.WithAdditionalProps(props))
 	case TypeHadoop:
@@ -71,11 +90,14 @@ func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 		}
 		return nil, fmt.Errorf("%w: open %s catalog %q: %v", ErrUnavailable, cfg.Type, cfg.Name, err)
 	}
-	return &Catalog{cfg: cfg, ice: ice}, nil
+	c.ice = ice
+	return c, nil
 }
 
-func openSQL(ctx context.Context, cfg Config, props iceberg.Properties) (icecatalog.Catalog, error) {
-	path, isDefault, err := cfg.sqliteFile()
+// openSQL opens the SQLite catalog file, creating it first for the
+// embedded default.
+func (c *Catalog) openSQL(ctx context.Context, props iceberg.Properties) (icecatalog.Catalog, error) {
+	path, isDefault, err := c.cfg.sqliteFile()
 	if err != nil {
 		return nil, err
 	}
@@ -89,15 +111,85 @@ func openSQL(ctx context.Context, cfg Config, props iceberg.Properties) (icecata
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("%w: create warehouse %s: %v", ErrInvalidConfig, filepath.Dir(path), err)
 		}
+		// An empty file is an empty SQLite database.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("%w: create catalog file %s: %v", ErrInvalidConfig, path, err)
+		}
+		f.Close()
 	}
+	c.file = path
+	c.props = maps.Clone(props)
+	ice, opened, err := loadSQLFile(ctx, c.cfg.Name, c.props, path)
+	c.opened = opened
+	return ice, err
+}
+
+// loadSQLFile opens the catalog in an existing SQLite file and returns it
+// with the file's identity as it was opened.
+func loadSQLFile(ctx context.Context, name string, props iceberg.Properties, path string) (icecatalog.Catalog, os.FileInfo, error) {
+	// Stat before the open: a replacement in between is seen by the next
+	// call, which opens the file again.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: catalog file %s: %v", ErrUnavailable, path, err)
+	}
+	// mode=rw: a connection opened while the file is gone fails, rather
+	// than create an empty catalog in its place.
 	dsn := (&url.URL{Scheme: "file", Opaque: filepath.ToSlash(path),
-		RawQuery: fmt.Sprintf("_pragma=busy_timeout(%d)", sqliteBusyTimeoutMs)}).String()
+		RawQuery: fmt.Sprintf("mode=rw&_pragma=busy_timeout(%d)", sqliteBusyTimeoutMs)}).String()
 	props = maps.Clone(props)
 	props["type"] = TypeSQL
 	props["uri"] = dsn
 	props[icesql.DriverKey] = "sqlite"
 	props[icesql.DialectKey] = string(icesql.SQLite)
-	return icecatalog.Load(ctx, cfg.Name, props)
+	ice, err := icecatalog.Load(ctx, name, props)
+	return ice, fi, err
+}
+
+// current returns the iceberg-go catalog to call: for an sql catalog, after
+// checking its file (see Catalog).
+func (c *Catalog) current(ctx context.Context) (icecatalog.Catalog, error) {
+	c.mu.Lock()
+	ice, replaced, err := c.check(ctx)
+	c.mu.Unlock()
+	if replaced != nil {
+		// The replaced file's connections: Close waits for the queries
+		// running on them. Its error is no concern of this call, which the
+		// new file serves.
+		_ = closeIceberg(replaced)
+	}
+	return ice, err
+}
+
+// check returns the catalog of the file now at the catalog's path, opening
+// it when it is not the one open, and then the replaced catalog to close.
+// c.mu must be held.
+func (c *Catalog) check(ctx context.Context) (ice, replaced icecatalog.Catalog, err error) {
+	if c.file == "" {
+		return c.ice, nil, nil
+	}
+	fi, err := os.Stat(c.file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: catalog file %s: %v", ErrUnavailable, c.file, err)
+	}
+	if os.SameFile(fi, c.opened) {
+		return c.ice, nil, nil
+	}
+	ice, opened, err := loadSQLFile(ctx, c.cfg.Name, c.props, c.file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: open the new catalog file %s: %v", ErrUnavailable, c.file, err)
+	}
+	replaced = c.ice
+	c.ice, c.opened = ice, opened
+	return ice, replaced, nil
+}
+
+func closeIceberg(ice icecatalog.Catalog) error {
+	if closer, ok := ice.(interface{ Close() error }); ok {
+		return closer.Close()
+	}
+	return nil
 }
 
 // Config returns the configuration the catalog was opened with, defaults
@@ -106,7 +198,11 @@ func (c *Catalog) Config() Config { return c.cfg }
 
 // Iceberg returns the underlying iceberg-go catalog, for writers (the demo,
 // tests) that create and commit to tables.
-func (c *Catalog) Iceberg() icecatalog.Catalog { return c.ice }
+func (c *Catalog) Iceberg() icecatalog.Catalog {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ice
+}
 
 // LoadTable loads the current metadata of the table named
 // "namespace.table".
@@ -115,7 +211,11 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 	if err != nil {
 		return nil, err
 	}
-	tbl, err := c.ice.LoadTable(ctx, ident)
+	ice, err := c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := ice.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, c.classify(name, err)
 	}
@@ -124,10 +224,14 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 
 // ListTables returns the names of every table in every namespace, sorted.
 func (c *Catalog) ListTables(ctx context.Context) ([]string, error) {
+	ice, err := c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var names []string
 	var walk func(parent table.Identifier) error
 	walk = func(parent table.Identifier) error {
-		namespaces, err := c.ice.ListNamespaces(ctx, parent)
+		namespaces, err := ice.ListNamespaces(ctx, parent)
 		if err != nil {
 			if parent != nil && errors.Is(err, icecatalog.ErrNoSuchNamespace) {
 				return nil
@@ -138,7 +242,7 @@ func (c *Catalog) ListTables(ctx context.Context) ([]string, error) {
 			if len(ns) <= len(parent) {
 				continue // some catalogs list the parent itself
 			}
-			for ident, err := range c.ice.ListTables(ctx, ns) {
+			for ident, err := range ice.ListTables(ctx, ns) {
 				if err != nil {
 					if errors.Is(err, icecatalog.ErrNoSuchNamespace) {
 						break
@@ -162,10 +266,9 @@ func (c *Catalog) ListTables(ctx context.Context) ([]string, error) {
 
 // Close releases the catalog's connections.
 func (c *Catalog) Close() error {
-	if closer, ok := c.ice.(interface{ Close() error }); ok {
-		return closer.Close()
-	}
-	return nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return closeIceberg(c.ice)
 }
 
 func (c *Catalog) classify(name string, err error) error {

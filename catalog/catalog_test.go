@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -123,6 +124,83 @@ func TestHadoopCatalog(t *testing.T) {
 		t.Fatalf("tables %v, %v", names, err)
 	}
 	if _, err := cat.LoadTable(ctx, "ns.t"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSQLCatalogFileGoneAndReplaced moves the catalog file away and back,
+// and replaces it with another file: a file that is gone is ErrUnavailable
+// (not the state of the vanished file, which the open connections could
+// still read), the same file back serves again, and a new file's state is
+// served at once.
+func TestSQLCatalogFileGoneAndReplaced(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "catalog.db")
+	writer, err := catalog.Open(ctx, catalog.Config{Warehouse: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Iceberg().CreateNamespace(ctx, []string{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Iceberg().CreateTable(ctx, []string{"ns", "t1"}, schema()); err != nil {
+		t.Fatal(err)
+	}
+	writer.Close()
+
+	cat, err := catalog.Open(ctx, catalog.Config{Warehouse: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	tables := func() ([]string, error) { return cat.ListTables(ctx) }
+	if names, err := tables(); err != nil || !slices.Equal(names, []string{"ns.t1"}) {
+		t.Fatalf("tables %v, %v", names, err)
+	}
+
+	if err := os.Rename(path, path+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tables(); !errors.Is(err, catalog.ErrUnavailable) {
+		t.Fatalf("list with the file moved away: %v, want ErrUnavailable", err)
+	}
+	if _, err := cat.LoadTable(ctx, "ns.t1"); !errors.Is(err, catalog.ErrUnavailable) {
+		t.Fatalf("load with the file moved away: %v, want ErrUnavailable", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the catalog created a file in place of the one moved away: %v", err)
+	}
+	if err := os.Rename(path+".away", path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.LoadTable(ctx, "ns.t1"); err != nil {
+		t.Fatalf("load with the file back: %v", err)
+	}
+
+	// A copy with one more table, renamed over the file.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".new", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := catalog.Open(ctx, catalog.Config{Warehouse: dir, URI: path + ".new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Iceberg().CreateTable(ctx, []string{"ns", "t2"}, schema()); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := tables(); err != nil || !slices.Equal(names, []string{"ns.t1", "ns.t2"}) {
+		t.Fatalf("tables after the file was replaced: %v, %v", names, err)
+	}
+	if _, err := cat.LoadTable(ctx, "ns.t2"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,9 +43,34 @@ func TestMain(m *testing.M) {
 type flightd struct {
 	Addr   string // host:port
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	done   chan error
 }
+
+// syncBuffer is a buffer that the process writes while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logs returns flightd's output so far (stderr and stdout).
+func (f *flightd) logs() string { return f.stderr.String() }
+
+// pid is the process id.
+func (f *flightd) pid() int { return f.cmd.Process.Pid }
 
 // URI is the address as a Flight URI.
 func (f *flightd) URI() string { return "grpc://" + f.Addr }
@@ -58,7 +84,7 @@ func startFlightd(t *testing.T, args ...string) *flightd {
 	args = append([]string{"--listen", "127.0.0.1:0", "--ready-file", ready}, args...)
 	cmd := exec.Command(flightdBin, args...)
 	cmd.Env = append(os.Environ(), "SLUICE_LOG_LEVEL=warn")
-	f := &flightd{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	f := &flightd{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = f.stderr
 	cmd.Stdout = f.stderr
 	if err := cmd.Start(); err != nil {
@@ -122,8 +148,16 @@ func python(t *testing.T) string {
 // pytest runs pytest on e2e/python with the given environment.
 func pytest(t *testing.T, ctx context.Context, env map[string]string, args ...string) {
 	t.Helper()
+	pytestPaths(t, ctx, env, []string{"python"}, args...)
+}
+
+// pytestPaths runs pytest on the given files or directories (relative to
+// e2e/) with the given environment.
+func pytestPaths(t *testing.T, ctx context.Context, env map[string]string, paths []string, args ...string) {
+	t.Helper()
 	py := python(t)
-	cmd := exec.CommandContext(ctx, py, append([]string{"-m", "pytest", "-q", "-p", "no:cacheprovider", "python"}, args...)...)
+	argv := append([]string{"-m", "pytest", "-q", "-p", "no:cacheprovider"}, paths...)
+	cmd := exec.CommandContext(ctx, py, append(argv, args...)...)
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

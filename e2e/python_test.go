@@ -20,5 +20,5 @@ func TestPython(t *testing.T) {
 		"SLUICE_ADDR":        srv.URI(),
 		"SLUICE_E2E_FIXTURE": fix.save(t),
 		"SLUICE_MOR_FIXTURE": mor,
-	})
+	}, "--ignore=python/test_auth.py") // run by TestAuth, against its own servers
 }

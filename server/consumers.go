@@ -154,6 +154,11 @@ func (s *Server) resetConsumer(ctx context.Context, consumer, table string) (boo
 	if err := requireTable(table); err != nil {
 		return false, err
 	}
+	// The other consumer calls read the table's lineage, which checks the
+	// caller's grant; this one reads nothing, so it checks it itself.
+	if err := s.engine.table(ctx, table); err != nil {
+		return false, err
+	}
 	return store.Delete(ctx, table, consumer)
 }
 

@@ -15,11 +15,23 @@
 // the table for new commits, sending 0-row heartbeat batches while idle.
 // Server.Shutdown ends follow streams and WatchCommits with Unavailable.
 //
+// Server.ServerOptions returns the interceptors every server of this
+// service needs: panic recovery (Internal; the process lives on), metrics
+// (Options.Metrics, Prometheus), a log line per refused or failed call,
+// authentication (Options.Authenticator; every call but the Flight
+// Handshake and health checks), and the Limits on streams, call rates and
+// stalled clients. Every call that names a table checks the caller's grant
+// (Options.Authorizer), narrows a column-restricted caller's projection,
+// and DoGet checks client-held tickets again; listings show only the
+// tables the caller may read.
+//
 // Errors carry the gRPC codes of the contract: InvalidArgument for malformed
 // requests, unknown columns, bad filters and windows whose start is not an
 // ancestor of their end; NotFound for unknown tables and snapshots;
 // FailedPrecondition for expired history ("resync required") and table
 // features the engine cannot read; Unavailable when the catalog or storage
-// cannot be reached. A failure mid-stream ends the stream with an error
-// status, never with a clean end.
+// cannot be reached; Unauthenticated, PermissionDenied and
+// ResourceExhausted for missing or bad credentials, tables and columns not
+// granted, and limits reached. A failure mid-stream ends the stream with an
+// error status, never with a clean end.
 package server

@@ -200,6 +200,7 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		return f.s.fail(ctx, "DoGet", err)
 	}
 	w := f.s.newWriter(stream, p.Table, p.Schema(), req.GetCompression())
+	defer w.release()
 	for b, err := range f.s.engine.Read(ctx, p) {
 		if err != nil {
 			return f.s.fail(ctx, "DoGet", err)

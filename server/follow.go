@@ -38,6 +38,11 @@ func (s *Server) serveStream(ctx context.Context, req *sluicev1.ChangeRequest, s
 		defer context.AfterFunc(s.shutdown, stop)()
 	}
 	f := &follower{s: s, sr: sr, stream: stream}
+	defer func() {
+		if f.w != nil {
+			f.w.release()
+		}
+	}()
 	err = f.run(ctx)
 	if f.w != nil {
 		messages, bytes := f.w.sent()

@@ -10,6 +10,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicefeed/sluice/auth"
@@ -70,41 +71,68 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 func (s *Server) unaryCall(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
-	ctx, err := s.authenticate(ctx, info.FullMethod)
-	if err == nil {
-		err = s.limits.call(ctx, info.FullMethod)
+	actx, err := s.admit(ctx, info.FullMethod)
+	if err != nil {
+		s.logCall(ctx, info.FullMethod, start, err)
+		return nil, err
 	}
-	var resp any
-	if err == nil {
-		resp, err = handler(ctx, req)
-	}
-	s.logCall(ctx, info.FullMethod, start, err)
+	resp, err := handler(actx, req)
+	s.logCall(actx, info.FullMethod, start, err)
 	return resp, err
+}
+
+// admit authenticates a call and applies the call rate limit. A refused
+// call is logged (at info, like every failed call) with its method, its
+// peer's address and the reason, which never holds a credential.
+func (s *Server) admit(ctx context.Context, method string) (context.Context, error) {
+	actx, err := s.authenticate(ctx, method)
+	if err == nil {
+		err = s.limits.call(actx, method)
+	}
+	if err != nil {
+		err = toStatus(err)
+		attrs := []any{"call", method, "code", status.Code(err).String(), "peer", peerOf(ctx)}
+		if actx != nil {
+			attrs = append(attrs, "principal", principalOf(actx).Name)
+		}
+		s.log.InfoContext(ctx, "call refused", append(attrs, "error", status.Convert(err).Message())...)
+		return nil, err
+	}
+	return actx, nil
+}
+
+// peerOf returns the address of the call's client, for logs.
+func peerOf(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return "unknown"
 }
 
 func (s *Server) streamCall(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo,
 	handler grpc.StreamHandler) error {
 	start := time.Now()
-	ctx, err := s.authenticate(ss.Context(), info.FullMethod)
-	if err == nil {
-		err = s.limits.call(ctx, info.FullMethod)
+	ctx, err := s.admit(ss.Context(), info.FullMethod)
+	if err != nil {
+		s.logCall(ss.Context(), info.FullMethod, start, err)
+		return err
 	}
-	if err == nil && !public(info.FullMethod) {
-		var done func()
-		if done, err = s.limits.stream(ctx); err == nil {
-			defer done()
-			if s.metrics != nil {
-				s.metrics.openStreams.Inc()
-				defer s.metrics.openStreams.Dec()
-			}
+	if !public(info.FullMethod) {
+		done, err := s.limits.stream(ctx)
+		if err != nil {
+			err = toStatus(err)
+			s.log.InfoContext(ctx, "call refused", "call", info.FullMethod, "code", status.Code(err).String(),
+				"peer", peerOf(ctx), "principal", principalOf(ctx).Name, "error", status.Convert(err).Message())
+			s.logCall(ctx, info.FullMethod, start, err)
+			return err
+		}
+		defer done()
+		if s.metrics != nil {
+			s.metrics.openStreams.Inc()
+			defer s.metrics.openStreams.Dec()
 		}
 	}
-	if err == nil {
-		err = handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
-	}
-	if ctx == nil {
-		ctx = ss.Context()
-	}
+	err = handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
 	s.logCall(ctx, info.FullMethod, start, err)
 	return err
 }
@@ -120,9 +148,6 @@ func (c *contextStream) Context() context.Context { return c.ctx }
 // logCall logs one line per call at debug level: the method, the caller,
 // the code and the time. Failures are also logged where they happen.
 func (s *Server) logCall(ctx context.Context, method string, start time.Time, err error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	p := principalOf(ctx)
 	s.log.DebugContext(ctx, "call", "method", method, "principal", p.Name, "code", status.Code(err).String(),
 		"duration", time.Since(start))

@@ -150,6 +150,7 @@ func (s *Server) fail(ctx context.Context, call string, err error) error {
 	if code == codes.Internal || code == codes.Unknown {
 		level = slog.LevelError
 	}
-	s.log.Log(ctx, level, "call failed", "call", call, "code", code.String(), "error", err.Error())
+	s.log.Log(ctx, level, "call failed", "call", call, "code", code.String(), "principal", principalOf(ctx).Name,
+		"error", err.Error())
 	return st
 }

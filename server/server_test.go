@@ -42,6 +42,7 @@ type fixture struct {
 	client    flight.Client
 	control   sluicev1.ControlServiceClient
 	mem       *memory.CheckedAllocator
+	addr      string // the server's address
 }
 
 // start writes a table of `commits` appends of `rows` rows (each with a
@@ -57,8 +58,9 @@ var testFollow = server.FollowOptions{PollInterval: 20 * time.Millisecond, Heart
 	MaxBackoff: 100 * time.Millisecond}
 
 // startWith is start with the engine reading the catalog through wrap (nil:
-// the catalog itself).
-func startWith(t *testing.T, commits, rows, payloadBytes int, wrap func(feed.Tables) feed.Tables) *fixture {
+// the catalog itself) and the server's options changed by opts.
+func startWith(t *testing.T, commits, rows, payloadBytes int, wrap func(feed.Tables) feed.Tables,
+	opts ...func(*server.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := tablewrite.OpenWarehouse(ctx, t.TempDir())
@@ -92,7 +94,11 @@ func startWith(t *testing.T, commits, rows, payloadBytes int, wrap func(feed.Tab
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	srv := server.New(engine, server.Options{Allocator: f.mem, Logger: quiet, Progress: store, Follow: testFollow})
+	so := server.Options{Allocator: f.mem, Logger: quiet, Progress: store, Follow: testFollow}
+	for _, o := range opts {
+		o(&so)
+	}
+	srv := server.New(engine, so)
 	f.srv = srv
 	gs := grpc.NewServer(srv.ServerOptions()...)
 	srv.Register(gs)
@@ -101,6 +107,7 @@ func startWith(t *testing.T, commits, rows, payloadBytes int, wrap func(feed.Tab
 		t.Fatal(err)
 	}
 	go func() { _ = gs.Serve(lis) }()
+	f.addr = lis.Addr().String()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -30,6 +29,8 @@ type batchWriter struct {
 	// metrics and table, when set, count what is streamed.
 	metrics *Metrics
 	table   string
+	// guard, when set, sends the messages; release stops it.
+	guard *stallGuard
 }
 
 func newBatchWriter(stream flight.DataStreamWriter, schema *arrow.Schema, compression string,
@@ -76,6 +77,14 @@ func (bw *batchWriter) writeKind(b feed.Batch, kind int) error {
 // close ends the stream of IPC messages; the schema is sent even when no
 // batch was.
 func (bw *batchWriter) close() error { return bw.w.Close() }
+
+// release frees what the writer holds beyond the stream: the stall guard's
+// sender goroutine. Call it when the stream ends, also after an error.
+func (bw *batchWriter) release() {
+	if bw.guard != nil {
+		bw.guard.stop()
+	}
+}
 
 // sent returns the number of messages and body bytes sent.
 func (bw *batchWriter) sent() (messages int, bytes int64) { return bw.pw.messages, bw.pw.bytes }
@@ -145,11 +154,13 @@ func (p *payloadWriter) Close() error { return nil }
 // with the stall timeout of the server's limits and its metrics.
 func (s *Server) newWriter(stream flight.DataStreamWriter, table string, schema *arrow.Schema,
 	compression string) *batchWriter {
+	var guard *stallGuard
 	if s.limits.l.StallTimeout > 0 {
-		stream = &stallGuard{stream: stream, timeout: s.limits.l.StallTimeout}
+		guard = &stallGuard{stream: stream, timeout: s.limits.l.StallTimeout}
+		stream = guard
 	}
 	w := newBatchWriter(stream, schema, compression, s.mem)
-	w.metrics, w.table = s.metrics, table
+	w.metrics, w.table, w.guard = s.metrics, table, guard
 	return w
 }
 
@@ -158,25 +169,31 @@ var ErrStalled = errors.New("server: client stopped reading")
 
 // stallGuard sends messages from a goroutine of its own, so that a send
 // blocked by a client that stopped reading can be given up after a
-// timeout: the call then ends (with ResourceExhausted), gRPC resets the
-// stream, and the blocked send returns.
+// timeout: the call then ends (with ResourceExhausted), gRPC cancels the
+// stream, and the blocked send returns. Like the stream, it is used by one
+// goroutine; stop ends its sender.
 type stallGuard struct {
 	stream  flight.DataStreamWriter
 	timeout time.Duration
-	once    sync.Once
+	// queue hands messages to the sender goroutine, which answers on done.
+	// Both are nil until the first Send; stop closes queue.
 	queue   chan *flight.FlightData
 	done    chan error
+	stopped bool
 }
 
 func (g *stallGuard) Send(fd *flight.FlightData) error {
-	g.once.Do(func() {
+	if g.stopped {
+		return fmt.Errorf("%w: no message taken for %v", ErrStalled, g.timeout)
+	}
+	if g.queue == nil {
 		g.queue, g.done = make(chan *flight.FlightData), make(chan error, 1)
 		go func() {
 			for fd := range g.queue {
 				g.done <- g.stream.Send(fd)
 			}
 		}()
-	})
+	}
 	g.queue <- fd
 	timer := time.NewTimer(g.timeout)
 	defer timer.Stop()
@@ -184,9 +201,18 @@ func (g *stallGuard) Send(fd *flight.FlightData) error {
 	case err := <-g.done:
 		return err
 	case <-timer.C:
-		// The sender goroutine ends when the reset stream fails its send;
-		// it never sends again.
-		close(g.queue)
+		// The sender goroutine ends when the cancelled stream fails its
+		// send.
+		g.stop()
 		return fmt.Errorf("%w: no message taken for %v", ErrStalled, g.timeout)
 	}
+}
+
+// stop ends the sender goroutine once its send, if any, returns. Every
+// stream calls it when it ends, however it ends.
+func (g *stallGuard) stop() {
+	if g.queue != nil && !g.stopped {
+		close(g.queue)
+	}
+	g.stopped = true
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -84,7 +85,9 @@ type ChangeBatch struct {
 //
 // The reader holds the context of the Changes call that made it: cancelling
 // that context ends the read with an error. A ChangeReader is not safe for
-// concurrent use. Release it when done, also after an error.
+// concurrent use, except Release, which may be called from another
+// goroutine to end a Next blocked on the network. Release it when done,
+// also after an error.
 type ChangeReader struct {
 	ctx    context.Context // governs the streams of every endpoint
 	cancel context.CancelFunc
@@ -92,6 +95,10 @@ type ChangeReader struct {
 	mem    memory.Allocator
 	schema *arrow.Schema
 
+	// mu guards the fields below. Next holds it while it waits for the
+	// server; Release cancels ctx before it takes it, so that it never
+	// waits for more than that Next's return.
+	mu      sync.Mutex
 	tickets [][]byte       // tickets of the endpoints not yet opened
 	stream  *flight.Reader // the open endpoint's stream, nil between endpoints
 	cur     ChangeBatch
@@ -170,6 +177,8 @@ func (r *ChangeReader) Schema() *arrow.Schema { return r.schema }
 // returns false at the end of the window, on an error (see Err), and after
 // Release. The previous batch's record is released.
 func (r *ChangeReader) Next() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.cur = ChangeBatch{}
 	for !r.done {
 		// Stop at once when the context ends: the stream may still hold
@@ -214,12 +223,20 @@ func (r *ChangeReader) Next() bool {
 
 // Batch returns the current batch. Its record is owned by the reader and
 // valid until the next call to Next or Release.
-func (r *ChangeReader) Batch() ChangeBatch { return r.cur }
+func (r *ChangeReader) Batch() ChangeBatch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
 
 // Err returns the error that ended the read, or nil when the read reached
 // the end of the window (or has not ended yet). The batches read before an
 // error are not the whole window.
-func (r *ChangeReader) Err() error { return r.err }
+func (r *ChangeReader) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
 
 // All returns the remaining batches as a sequence for range-over-func. It
 // ends after the last batch, or with one (ChangeBatch{}, error) pair when
@@ -229,20 +246,24 @@ func (r *ChangeReader) Err() error { return r.err }
 func (r *ChangeReader) All() iter.Seq2[ChangeBatch, error] {
 	return func(yield func(ChangeBatch, error) bool) {
 		for r.Next() {
-			if !yield(r.cur, nil) {
+			if !yield(r.Batch(), nil) {
 				return
 			}
 		}
-		if r.err != nil {
-			yield(ChangeBatch{}, r.err)
+		if err := r.Err(); err != nil {
+			yield(ChangeBatch{}, err)
 		}
 	}
 }
 
 // Release ends the read and releases the current batch and the open
 // stream. Releasing a reader before its end cancels the stream on the
-// server. Release is idempotent.
+// server. Release is idempotent, and safe to call while another goroutine
+// is in Next (which then returns false).
 func (r *ChangeReader) Release() {
+	r.cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.cur = ChangeBatch{}
 	r.done = true
 	r.tickets = nil

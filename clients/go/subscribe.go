@@ -109,7 +109,7 @@ func (c *Client) Subscribe(ctx context.Context, req SubscribeRequest) (*Subscrip
 // and at the end of a NoFollow stream.
 func (s *Subscription) Next() bool {
 	for s.r.Next() {
-		if s.r.cur.Meta.Heartbeat && !s.req.Heartbeats {
+		if s.r.Batch().Meta.Heartbeat && !s.req.Heartbeats {
 			continue
 		}
 		return true
@@ -132,7 +132,7 @@ func (s *Subscription) Err() error { return s.r.Err() }
 func (s *Subscription) All() iter.Seq2[ChangeBatch, error] {
 	return func(yield func(ChangeBatch, error) bool) {
 		for s.Next() {
-			if !yield(s.r.cur, nil) {
+			if !yield(s.r.Batch(), nil) {
 				return
 			}
 		}
@@ -151,11 +151,12 @@ var ErrNotCheckpoint = errors.New("sluice: not a checkpoint")
 // batch must complete its snapshot (Meta.SnapshotComplete); a later
 // Subscribe with the same consumer resumes right after it.
 func (s *Subscription) Ack(ctx context.Context) (ConsumerProgress, error) {
-	m := s.r.cur.Meta
+	cur := s.r.Batch()
+	m := cur.Meta
 	switch {
 	case s.req.Consumer == "":
 		return ConsumerProgress{}, fmt.Errorf("%w: the subscription has no consumer", ErrNotCheckpoint)
-	case s.r.cur.Record == nil || !m.SnapshotComplete || m.Heartbeat:
+	case cur.Record == nil || !m.SnapshotComplete || m.Heartbeat:
 		return ConsumerProgress{}, fmt.Errorf("%w: the current batch does not complete its snapshot", ErrNotCheckpoint)
 	}
 	return s.c.Ack(ctx, s.req.Consumer, s.req.Table, m.Snapshot)

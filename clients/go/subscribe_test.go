@@ -3,6 +3,7 @@ package sluice_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -122,6 +123,39 @@ func TestWatchCommits(t *testing.T) {
 	for _, err := range c.WatchCommits(ctx, "shop.nope") {
 		if sluice.Code(err) != codes.NotFound {
 			t.Fatalf("watch of an unknown table: %v", err)
+		}
+	}
+}
+
+// TestReleaseWhileNextWaits releases a subscription from another goroutine
+// while Next waits for the server: Next returns false at once, and nothing
+// is left allocated (the race detector watches the rest).
+func TestReleaseWhileNextWaits(t *testing.T) {
+	ctx := t.Context()
+	cat := newWarehouse(t)
+	createTable(t, cat, ordersTable, history)
+	srv := serve(t, cat)
+	c, _ := dial(t, srv.addr)
+	for range 3 {
+		sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: ordersTable, Start: sluice.StartLatest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		returned := make(chan bool)
+		go func() { returned <- sub.Next() }() // no commit comes: Next waits
+		time.Sleep(50 * time.Millisecond)
+		sub.Release()
+		select {
+		case more := <-returned:
+			if more {
+				t.Fatal("Next returned a batch after Release")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Next still waits 10s after Release")
+		}
+		sub.Release() // idempotent
+		if sub.Next() {
+			t.Fatal("Next after Release")
 		}
 	}
 }

@@ -1,5 +1,6 @@
 // Command flightd serves change feeds of lakehouse tables over Arrow Flight.
-// Run it with --help for its flags; README.md describes its configuration.
+// Run it with --help for its flags and subcommands; README.md describes its
+// configuration, docs/SECURITY.md its authentication.
 package main
 
 import (
@@ -22,11 +23,7 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	cfg, err := daemon.LoadConfig(os.Args[1:], os.Environ(), os.Stderr)
-	if err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return daemon.Run(ctx, cfg, os.Stdout)
+	return daemon.Main(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr)
 }

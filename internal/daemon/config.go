@@ -260,6 +260,10 @@ func LoadConfig(args, environ []string, out io.Writer) (Config, error) {
 
 	fs := flag.NewFlagSet("flightd", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprint(out, usage)
+		fs.PrintDefaults()
+	}
 	configFile := fs.String("config", "", "YAML configuration file (env SLUICE_CONFIG)")
 	// The flags are parsed twice: first to find the config file, then, after
 	// the file and the environment are applied, to override them.
