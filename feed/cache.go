@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 )
 
 // Sizes of the engine's caches.
@@ -14,7 +15,7 @@ const (
 	ownCacheSnapshots = 8192
 	// liveCacheSnapshots bounds the snapshots whose scan plans (every live
 	// file with its deletes) are kept; a plan can hold many files.
-	liveCacheSnapshots = 32
+	liveCacheSnapshots = 128
 )
 
 // planCache keeps what planning reads from immutable files, so that
@@ -26,6 +27,9 @@ type planCache struct {
 	own   *lru.Cache[string, ownChanges]
 	live  *lru.Cache[string, map[string]*table.FileScanTask]
 	stats *counters
+	// flight makes concurrent plans of one snapshot (every follower of a
+	// table, when a commit lands) read its manifests once.
+	flight singleflight.Group
 }
 
 func (c *planCache) count(hit bool) {

@@ -238,11 +238,17 @@ func (sp *snapshotPlanner) own(s Snapshot) (ownChanges, error) {
 	if ok {
 		return own, nil
 	}
-	own, err := sp.readOwn(s)
-	if err == nil {
-		sp.cache.own.Add(key, own)
+	v, err, _ := sp.cache.flight.Do("own/"+key, func() (any, error) {
+		own, err := sp.readOwn(s)
+		if err == nil {
+			sp.cache.own.Add(key, own)
+		}
+		return own, err
+	})
+	if err != nil {
+		return ownChanges{}, err
 	}
-	return own, err
+	return v.(ownChanges), nil
 }
 
 func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
@@ -300,17 +306,30 @@ func (sp *snapshotPlanner) live(ctx context.Context, id *int64) (map[string]*tab
 	key := snapshotKey(sp.meta, *id)
 	plan, ok := sp.cache.live.Get(key)
 	sp.cache.count(ok)
-	if ok {
-		sp.plans[*id] = plan
-		return plan, nil
+	if !ok {
+		// Detached: one caller giving up must not fail the others.
+		v, err, _ := sp.cache.flight.Do("live/"+key, func() (any, error) {
+			return sp.planLive(context.WithoutCancel(ctx), *id, key)
+		})
+		if err != nil {
+			return nil, err
+		}
+		plan = v.(map[string]*table.FileScanTask)
 	}
-	scan := sp.tbl.Scan(table.WithSnapshotID(*id))
+	sp.plans[*id] = plan
+	return plan, nil
+}
+
+// planLive plans a snapshot's live files with iceberg-go and caches the
+// plan.
+func (sp *snapshotPlanner) planLive(ctx context.Context, id int64, key string) (map[string]*table.FileScanTask, error) {
+	scan := sp.tbl.Scan(table.WithSnapshotID(id))
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
-		return nil, readError(sp.name, *id, "manifests", err)
+		return nil, readError(sp.name, id, "manifests", err)
 	}
-	plan = make(map[string]*table.FileScanTask, len(tasks))
+	plan := make(map[string]*table.FileScanTask, len(tasks))
 	for i := range tasks {
 		t := &tasks[i]
 		if prev, ok := plan[t.File.FilePath()]; ok {
@@ -321,7 +340,6 @@ func (sp *snapshotPlanner) live(ctx context.Context, id *int64) (map[string]*tab
 		t.Start, t.Length = 0, t.File.FileSizeBytes()
 		plan[t.File.FilePath()] = t
 	}
-	sp.plans[*id] = plan
 	sp.cache.live.Add(key, plan)
 	return plan, nil
 }
