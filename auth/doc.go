@@ -20,8 +20,8 @@
 //   - passwords are stored as bcrypt hashes (HashPassword); an unknown user
 //     costs as much time as a wrong password; at most GOMAXPROCS password
 //     checks run at once, so a flood of handshakes cannot starve the
-//     server (a per-address rate limit on the Handshake is still the
-//     server's to add);
+//     server; the server also rate-limits the Handshake per client
+//     address (limits.calls_per_second, --calls-per-second);
 //   - tokens issued by the Handshake carry their principal and expiry and
 //     are signed with HMAC-SHA256 by a server secret; a changed byte, an
 //     expired token, or one living longer than the configured TTL allows is
