@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -583,8 +584,18 @@ func TestFaultStalledClient(t *testing.T) {
 	const commits, rows, payload = 6, 20000, 1000
 	wh := writeWide(t, commits, rows, payload)
 	srv := startFlightd(t, "--warehouse", wh, "--stall-timeout", stall.String(), "--metrics-listen", "127.0.0.1:0",
-		"--log-level", "info")
+		"--pprof", "--log-level", "info")
 	maddr := metricsAddr(t, srv)
+	// --pprof serves the runtime's profiles next to the metrics.
+	if resp, err := http.Get("http://" + maddr + "/debug/pprof/goroutine?debug=1"); err != nil {
+		t.Fatal(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile:") {
+			t.Fatalf("/debug/pprof/goroutine: %s\n%.200s", resp.Status, body)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := sluice.Dial(ctx, srv.URI())

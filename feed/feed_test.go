@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"go.uber.org/goleak"
 
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
@@ -421,7 +422,11 @@ func TestDeleteSnapshot(t *testing.T) {
 }
 
 func TestEarlyStopReleasesMemory(t *testing.T) {
-	h := newHistory(t, 3, 2000)
+	h := newHistory(t, 6, 2000)
+	// Snapshots are read ahead by goroutines of their own: stopping early
+	// must end them all and release what they decoded.
+	leaks := goleak.IgnoreCurrent()
+	defer goleak.VerifyNone(t, leaks)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(h.cat, feed.Options{Allocator: mem, MaxBatchRows: 100})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -35,11 +36,18 @@ func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 // readWindow streams the changes of each snapshot of the plan, in the
 // plan's wide schema, folding update pairs when fold is true and applying
 // the plan's filter when filter is true.
+//
+// Snapshots are read ahead of the consumer, each by its own goroutine into
+// a small channel, up to ReadConcurrency data files being read at once
+// across them (a snapshot that reads more files than that runs alone), and
+// yielded strictly in lineage order. A window of many small appends thus
+// decodes as many files at once as one large append does, and the diff of
+// the next snapshot is computed while the consumer still takes the last
+// one's batches.
 func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
-		ctx := compute.WithAllocator(ctx, e.opts.Allocator)
-		asm := newAssembler(e.opts.Allocator, p.wide, e.opts.MaxBatchRows, e.opts.MaxBatchBytes)
-		defer asm.release()
+		ctx, cancel := context.WithCancel(compute.WithAllocator(ctx, e.opts.Allocator))
+		defer cancel()
 
 		var scan *table.Scan
 		if p.To != nil {
@@ -67,35 +75,143 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 			}
 		}
 		var diffs *diffReader
-		defer func() {
-			if diffs != nil {
-				diffs.close()
-			}
-		}()
 		for _, sp := range p.Snapshots {
-			if err := ctx.Err(); err != nil {
-				yield(Batch{}, err)
-				return
-			}
-			if sp.diffs != nil && diffs == nil {
+			if sp.diffs != nil {
 				var err error
 				if diffs, err = newDiffReader(ctx, e.opts.Allocator, p, e.opts.ReadConcurrency, &e.stats); err != nil {
 					yield(Batch{}, err)
 					return
 				}
-			}
-			if !e.readSnapshot(ctx, scan, diffs, rf, asm, p, sp, fold, yield) {
-				return
+				defer diffs.close()
+				break
 			}
 		}
+
+		ahead := &readAhead{e: e, p: p, scan: scan, diffs: diffs, rf: rf, fold: fold}
+		defer ahead.stop(cancel)
+		for i := range p.Snapshots {
+			ahead.fill(ctx, i)
+			st := ahead.streams[0]
+			for item := range st.ch {
+				if !yield(item.b, item.err) || item.err != nil {
+					return
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				// A stream cut short by the caller's cancellation may end
+				// without its error: never let that look complete.
+				yield(Batch{}, err)
+				return
+			}
+			ahead.streams = ahead.streams[1:]
+			ahead.busy -= st.weight
+			ahead.done(st)
+		}
+	}
+}
+
+// readAhead runs the reads of a window's snapshots ahead of its consumer.
+type readAhead struct {
+	e     *Engine
+	p     *Plan
+	scan  *table.Scan
+	diffs *diffReader
+	rf    *rowFilter
+	fold  bool
+
+	diffMu  sync.Mutex // one snapshot diff at a time: the diffReader is not shared
+	next    int        // the next snapshot to start
+	busy    int        // the files that the started streams read
+	streams []*snapshotStream
+	wg      sync.WaitGroup
+	free    []*assembler // assemblers of finished streams, for reuse
+	all     []*assembler
+}
+
+// snapshotStream is one snapshot's read, running ahead.
+type snapshotStream struct {
+	ch     chan batchOrErr
+	weight int
+	asm    *assembler
+}
+
+type batchOrErr struct {
+	b   Batch
+	err error
+}
+
+// weight is the number of data files a snapshot's read decodes at once.
+func (r *readAhead) weight(sp SnapshotPlan) int {
+	return max(1, min(len(sp.tasks)+len(sp.diffs), r.e.opts.ReadConcurrency))
+}
+
+// fill starts the reads of snapshot i (which the consumer wants next) and of
+// the snapshots after it, while the files they read stay within the budget.
+func (r *readAhead) fill(ctx context.Context, i int) {
+	for r.next < len(r.p.Snapshots) {
+		w := r.weight(r.p.Snapshots[r.next])
+		if r.next > i && r.busy+w > r.e.opts.ReadConcurrency {
+			return
+		}
+		r.start(ctx, r.p.Snapshots[r.next], w)
+		r.next++
+	}
+}
+
+func (r *readAhead) start(ctx context.Context, sp SnapshotPlan, w int) {
+	st := &snapshotStream{ch: make(chan batchOrErr, 2), weight: w}
+	if n := len(r.free); n > 0 {
+		st.asm, r.free = r.free[n-1], r.free[:n-1]
+	} else {
+		st.asm = newAssembler(r.e.opts.Allocator, r.p.wide, r.e.opts.MaxBatchRows, r.e.opts.MaxBatchBytes)
+		r.all = append(r.all, st.asm)
+	}
+	r.streams = append(r.streams, st)
+	r.busy += w
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(st.ch)
+		send := func(b Batch, err error) bool {
+			select {
+			case st.ch <- batchOrErr{b, err}:
+				return err == nil
+			case <-ctx.Done():
+				if b.Record != nil {
+					b.Record.Release()
+				}
+				return false
+			}
+		}
+		r.e.readSnapshot(ctx, r.scan, r.diffs, &r.diffMu, r.rf, st.asm, r.p, sp, r.fold, send)
+	}()
+}
+
+// done returns a finished stream's assembler for reuse.
+func (r *readAhead) done(st *snapshotStream) { r.free = append(r.free, st.asm) }
+
+// stop cancels the reads still running, releases what they produced and
+// waits for them, then releases the assemblers.
+func (r *readAhead) stop(cancel context.CancelFunc) {
+	cancel()
+	for _, st := range r.streams {
+		for item := range st.ch {
+			if item.b.Record != nil {
+				item.b.Record.Release()
+			}
+		}
+	}
+	r.wg.Wait()
+	for _, a := range r.all {
+		a.release()
 	}
 }
 
 // readSnapshot streams one snapshot's changes, holding back one batch so
 // that the last can be marked complete. It returns false when the sequence
 // must stop (the consumer stopped, or an error was yielded).
-func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diffReader, rf *rowFilter, asm *assembler, p *Plan,
-	sp SnapshotPlan, fold bool, yield func(Batch, error) bool) bool {
+func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diffReader, diffMu *sync.Mutex, rf *rowFilter,
+	asm *assembler, p *Plan, sp SnapshotPlan, fold bool, yield func(Batch, error) bool) bool {
 	name := p.Table
 	var pending arrow.RecordBatch
 	flush := func(complete bool) bool {
@@ -128,7 +244,9 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 	}
 
 	if sp.diffs != nil {
+		diffMu.Lock()
 		out, err := diffs.changes(ctx, asm, p, sp, rf, fold)
+		diffMu.Unlock()
 		if err != nil {
 			return fail(err)
 		}

@@ -94,6 +94,10 @@ type Config struct {
 	// Reflection registers gRPC server reflection, for grpcurl
 	// (--reflection). Default false.
 	Reflection bool `yaml:"reflection"`
+	// Pprof serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the metrics address (--pprof). Default false; it
+	// needs MetricsListen.
+	Pprof bool `yaml:"pprof"`
 	// Limits bounds what callers may ask at once.
 	Limits LimitsConfig `yaml:"limits"`
 }
@@ -202,6 +206,9 @@ func (c Config) Validate() error {
 	if err := c.Auth.Validate(c.Listen); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
+	if c.Pprof && c.MetricsListen == "" {
+		return fmt.Errorf("%w: pprof is served on the metrics address: set metrics_listen too", ErrConfig)
+	}
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			return fmt.Errorf("%w: metrics listen address %q: %v", ErrConfig, c.MetricsListen, err)
@@ -298,6 +305,7 @@ func LoadConfig(args, environ []string, out io.Writer) (Config, error) {
 		fs.StringVar(&c.Auth.TLS.ClientCAFile, "tls-client-ca-file", c.Auth.TLS.ClientCAFile, "CA of client certificates (mtls)")
 		fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "serve Prometheus /metrics and /healthz on this address")
 		fs.BoolVar(&c.Reflection, "reflection", c.Reflection, "register gRPC server reflection")
+		fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve /debug/pprof/ on the metrics address")
 		fs.IntVar(&c.Limits.MaxStreams, "max-streams", c.Limits.MaxStreams, "streaming calls at once, 0: no limit")
 		fs.IntVar(&c.Limits.MaxStreamsPerPrincipal, "max-streams-per-principal", c.Limits.MaxStreamsPerPrincipal, "streaming calls at once per caller, 0: no limit")
 		fs.Float64Var(&c.Limits.CallsPerSecond, "calls-per-second", c.Limits.CallsPerSecond, "calls per second per caller, 0: no limit")
@@ -377,6 +385,13 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		if v, ok := env[k]; ok {
 			*p = v
 		}
+	}
+	if v, ok := env["SLUICE_PPROF"]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: SLUICE_PPROF=%q is not a boolean", ErrConfig, v)
+		}
+		cfg.Pprof = b
 	}
 	if v, ok := env["SLUICE_REFLECTION"]; ok {
 		b, err := strconv.ParseBool(v)

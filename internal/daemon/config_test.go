@@ -95,6 +95,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad integer in env", nil, []string{"SLUICE_READ_CONCURRENCY=many"}},
 		{"batch too large", []string{"--max-batch-bytes", "100000000"}, nil},
 		{"stray argument", []string{"serve"}, nil},
+		{"pprof without a metrics address", []string{"--pprof"}, nil},
+		{"bad pprof boolean in env", []string{"--metrics-listen", "127.0.0.1:0"}, []string{"SLUICE_PPROF=sometimes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

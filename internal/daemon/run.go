@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -99,7 +100,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		reflection.Register(gs)
 	}
 	if cfg.MetricsListen != "" {
-		stopMetrics, err := serveMetrics(cfg.MetricsListen, metrics, log)
+		stopMetrics, err := serveMetrics(cfg.MetricsListen, cfg.Pprof, metrics, log)
 		if err != nil {
 			return err
 		}
@@ -154,7 +155,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 }
 
 // serveMetrics serves /metrics and /healthz over HTTP.
-func serveMetrics(addr string, m *server.Metrics, log *slog.Logger) (stop func(), err error) {
+func serveMetrics(addr string, profiles bool, m *server.Metrics, log *slog.Logger) (stop func(), err error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
@@ -162,6 +163,13 @@ func serveMetrics(addr string, m *server.Metrics, log *slog.Logger) (stop func()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	if profiles {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
