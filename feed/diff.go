@@ -442,6 +442,7 @@ func cancelCarryOver(cs *changeSet, dels, ins []rowRef) ([]rowRef, []rowRef, err
 	for b, rec := range cs.ins {
 		insHash[b] = rh.hashes(rec, cols)
 	}
+	same := newRowComparer(cs.dels, cs.ins, cols)
 	cancelled := make([]bool, len(dels))
 	var keptIns []rowRef
 	for _, ref := range ins {
@@ -451,7 +452,7 @@ func cancelCarryOver(cs *changeSet, dels, ins []rowRef) ([]rowRef, []rowRef, err
 			// the first one still standing.
 			for ; c >= 0; c = next[c] {
 				d := dels[c]
-				if !cancelled[c] && rowsEqual(cs.dels[d.b], int(d.r), cs.ins[ref.b], int(ref.r), cols) {
+				if !cancelled[c] && same.equal(int(d.b), int(d.r), int(ref.b), int(ref.r)) {
 					match = c
 				}
 			}

@@ -123,3 +123,128 @@ func valuesEqual(x arrow.Array, i int, y arrow.Array, j int) bool {
 		return errX == nil && errY == nil && bytes.Equal(kx, ky)
 	}
 }
+
+// rowComparer compares rows of one list of batches with rows of another
+// (all of one schema), as rowsEqual does, with each column's type resolved
+// once instead of for every value: the carry-over check compares every
+// inserted row of a rewrite with its deleted twin.
+type rowComparer []func(a, i, b, j int) bool
+
+func newRowComparer(left, right []arrow.RecordBatch, cols []int) rowComparer {
+	cmp := make(rowComparer, len(cols))
+	for k, c := range cols {
+		cmp[k] = columnComparer(left, right, c)
+	}
+	return cmp
+}
+
+// equal compares row i of left[a] with row j of right[b].
+func (rc rowComparer) equal(a, i, b, j int) bool {
+	for _, eq := range rc {
+		if !eq(a, i, b, j) {
+			return false
+		}
+	}
+	return true
+}
+
+func columnComparer(left, right []arrow.RecordBatch, c int) func(a, i, b, j int) bool {
+	generic := func(a, i, b, j int) bool {
+		return valuesEqual(left[a].Column(c), i, right[b].Column(c), j)
+	}
+	if len(left) == 0 || len(right) == 0 {
+		return generic
+	}
+	dt := left[0].Column(c).DataType()
+	for _, batches := range [][]arrow.RecordBatch{left, right} {
+		for _, rec := range batches {
+			if !arrow.TypeEqual(rec.Column(c).DataType(), dt) {
+				return generic
+			}
+		}
+	}
+	switch dt.ID() {
+	case arrow.INT64:
+		return fixedComparer(left, right, c, func(x arrow.Array) []int64 { return x.(*array.Int64).Int64Values() })
+	case arrow.INT32:
+		return fixedComparer(left, right, c, func(x arrow.Array) []int32 { return x.(*array.Int32).Int32Values() })
+	case arrow.DATE32:
+		return fixedComparer(left, right, c, func(x arrow.Array) []arrow.Date32 { return x.(*array.Date32).Date32Values() })
+	case arrow.TIMESTAMP:
+		return fixedComparer(left, right, c, func(x arrow.Array) []arrow.Timestamp {
+			return x.(*array.Timestamp).TimestampValues()
+		})
+	case arrow.FLOAT64:
+		lv, rv := valuesOf(left, c, func(x arrow.Array) []float64 { return x.(*array.Float64).Float64Values() }),
+			valuesOf(right, c, func(x arrow.Array) []float64 { return x.(*array.Float64).Float64Values() })
+		ln, rn := nullable(left, c), nullable(right, c)
+		return func(a, i, b, j int) bool {
+			if n, eq := nullsDecide(ln[a], i, rn[b], j); n {
+				return eq
+			}
+			u, v := lv[a][i], rv[b][j]
+			return u == v || (u != u && v != v) // NaN equals NaN here, as in valuesEqual
+		}
+	case arrow.STRING:
+		ls, rs := valuesOf(left, c, func(x arrow.Array) *array.String { return x.(*array.String) }),
+			valuesOf(right, c, func(x arrow.Array) *array.String { return x.(*array.String) })
+		ln, rn := nullable(left, c), nullable(right, c)
+		return func(a, i, b, j int) bool {
+			if n, eq := nullsDecide(ln[a], i, rn[b], j); n {
+				return eq
+			}
+			return ls[a].Value(i) == rs[b].Value(j)
+		}
+	case arrow.BOOL:
+		ls, rs := valuesOf(left, c, func(x arrow.Array) *array.Boolean { return x.(*array.Boolean) }),
+			valuesOf(right, c, func(x arrow.Array) *array.Boolean { return x.(*array.Boolean) })
+		ln, rn := nullable(left, c), nullable(right, c)
+		return func(a, i, b, j int) bool {
+			if n, eq := nullsDecide(ln[a], i, rn[b], j); n {
+				return eq
+			}
+			return ls[a].Value(i) == rs[b].Value(j)
+		}
+	}
+	return generic
+}
+
+func fixedComparer[T comparable](left, right []arrow.RecordBatch, c int, values func(arrow.Array) []T) func(a, i, b, j int) bool {
+	lv, rv := valuesOf(left, c, values), valuesOf(right, c, values)
+	ln, rn := nullable(left, c), nullable(right, c)
+	return func(a, i, b, j int) bool {
+		if n, eq := nullsDecide(ln[a], i, rn[b], j); n {
+			return eq
+		}
+		return lv[a][i] == rv[b][j]
+	}
+}
+
+func valuesOf[T any](batches []arrow.RecordBatch, c int, get func(arrow.Array) T) []T {
+	out := make([]T, len(batches))
+	for k, rec := range batches {
+		out[k] = get(rec.Column(c))
+	}
+	return out
+}
+
+// nullable returns column c of each batch when it holds a null, else nil.
+func nullable(batches []arrow.RecordBatch, c int) []arrow.Array {
+	out := make([]arrow.Array, len(batches))
+	for k, rec := range batches {
+		if col := rec.Column(c); col.NullN() > 0 {
+			out[k] = col
+		}
+	}
+	return out
+}
+
+// nullsDecide reports whether nullness alone decides the comparison of
+// x[i] and y[j] (x, y nil: no null in that column), and if so its result.
+func nullsDecide(x arrow.Array, i int, y arrow.Array, j int) (decided, equal bool) {
+	xn, yn := x != nil && x.IsNull(i), y != nil && y.IsNull(j)
+	if xn || yn {
+		return true, xn == yn
+	}
+	return false, false
+}
