@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +40,10 @@ type Arm struct {
 	Target  float64
 	// Value, when set, replaces the rate (for memory arms: MiB).
 	Value string
+	// CPU is the CPU time (user and system) each run took in the benchmark
+	// process (the decoding, or the Go client); ServerCPU that of flightd,
+	// for the arms read through it.
+	CPU, ServerCPU []float64
 }
 
 func (a Arm) median() float64 {
@@ -111,12 +116,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	measure := func(arm Arm, fn func() (int64, error)) (Arm, error) {
 		cfg.logf("measuring %s", arm.Name)
 		for range cfg.Runs {
+			self, server := selfCPU(), procCPU(srv.cmd.Process.Pid)
 			start := time.Now()
 			n, err := fn()
 			if err != nil {
 				return arm, fmt.Errorf("%s: %w", arm.Name, err)
 			}
 			arm.Seconds = append(arm.Seconds, time.Since(start).Seconds())
+			arm.CPU = append(arm.CPU, selfCPU()-self)
+			arm.ServerCPU = append(arm.ServerCPU, procCPU(srv.cmd.Process.Pid)-server)
 			arm.Rows = n
 		}
 		return arm, nil
@@ -257,6 +265,41 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// selfCPU returns the CPU time this process has used, in seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// procCPU returns the CPU time a process has used, in seconds, from
+// /proc/<pid>/stat (utime and stime, in clock ticks of 1/100 s, which is
+// what Linux reports to user space on every architecture Go supports).
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: fields count
+	// from after it.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	var ticks float64
+	for _, f := range fields[11:13] { // utime, stime: fields 14 and 15 of stat
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += v
+	}
+	return ticks / 100
 }
 
 // readGo reads a window with the Go client and returns its rows.
