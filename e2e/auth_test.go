@@ -297,6 +297,33 @@ func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.
 		wantCode(t, err, codes.Unauthenticated, "wrong user name or password")
 		_, err = fc.AuthenticateBasicToken(ctx, "mallory", af.Password)
 		wantCode(t, err, codes.Unauthenticated, "wrong user name or password")
+
+		// The Go client's own handshake.
+		gc := dial(t, tokenURI, sluice.WithBasicAuth(af.User, af.Password))
+		if n := countRows(t, ctx, gc, sluice.ChangeRequest{Table: af.Table}); n != af.Rows {
+			t.Fatalf("WithBasicAuth: read %d rows, want %d", n, af.Rows)
+		}
+		everyCall(t, ctx, gc, af.HRTable, codes.PermissionDenied, `principal "alice"`)
+		_, err = sluice.Dial(ctx, tokenURI, sluice.WithBasicAuth(af.User, "wrong password"))
+		wantCode(t, err, codes.Unauthenticated, "wrong user name or password")
+	})
+	t.Run("basic auth outlives its tokens", func(t *testing.T) {
+		// Tokens of the "short" server live 4s: a WithBasicAuth client
+		// handshakes again before each expires, and its calls, unary and
+		// streaming, go on being accepted.
+		c := dial(t, af.URIs["short"], sluice.WithBasicAuth(af.User, af.Password))
+		deadline := time.Now().Add(7 * time.Second)
+		for calls := 0; time.Now().Before(deadline); calls++ {
+			if _, err := c.CommitSeq(ctx, af.Table); err != nil {
+				t.Fatalf("call %d, %v before the end: %v", calls, time.Until(deadline).Round(time.Millisecond), err)
+			}
+			if calls%10 == 0 {
+				if n := countRows(t, ctx, c, sluice.ChangeRequest{Table: af.Table}); n != af.Rows {
+					t.Fatalf("read %d rows, want %d", n, af.Rows)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 	t.Run("expired token", func(t *testing.T) {
 		uri := af.URIs["short"]

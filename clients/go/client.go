@@ -37,9 +37,10 @@ type Client struct {
 //
 // Dial does not wait for the connection to be established: it starts
 // connecting in the background, and a call made while the server cannot
-// be reached fails with codes.Unavailable. ctx bounds only the setup; it
-// does not govern the connection's lifetime. Close the client to release
-// the connection.
+// be reached fails with codes.Unavailable; with WithBasicAuth, though, it
+// waits for the first Handshake and returns its failure. ctx bounds only
+// the setup; it does not govern the connection's lifetime. Close the
+// client to release the connection.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sluice: dial %s: %w", addr, err)
@@ -69,7 +70,11 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	}
 
 	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
-	if cfg.token != "" {
+	switch {
+	case cfg.basic != nil:
+		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(cfg.basic),
+			grpc.WithChainUnaryInterceptor(cfg.basic.retryRefused))
+	case cfg.token != "":
 		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(bearerToken(cfg.token)))
 	}
 	dialOpts = append(dialOpts, cfg.dialOpts...)
@@ -83,12 +88,23 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	return &Client{
+	c := &Client{
 		conn:    conn,
 		flight:  flight.NewClientFromConn(conn, nil),
 		control: sluicev1.NewControlServiceClient(conn),
 		mem:     mem,
-	}, nil
+	}
+	if cfg.basic != nil {
+		cfg.basic.flight = c.flight
+		cfg.basic.mu.Lock()
+		_, err := cfg.basic.handshake(ctx)
+		cfg.basic.mu.Unlock()
+		if err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("sluice: dial %s: %w", addr, err)
+		}
+	}
+	return c, nil
 }
 
 // Close closes the connection. Calls and ChangeReaders still in flight

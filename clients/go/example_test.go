@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -73,6 +74,26 @@ func ExampleDial() {
 		log.Fatal(err)
 	}
 	fmt.Println(rows, "changes")
+}
+
+// This example authenticates with a user name and password (a server
+// started with --auth-mode basic): the client runs Flight's Handshake and
+// renews its token before each expires.
+func ExampleWithBasicAuth() {
+	ctx := context.Background()
+	c, err := sluice.Dial(ctx, "grpc+tls://sluice.example.com:443",
+		sluice.WithBasicAuth("alice", os.Getenv("SLUICE_PASSWORD")))
+	if sluice.Code(err) == codes.Unauthenticated {
+		log.Fatal("wrong user name or password")
+	} else if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	seq, err := c.CommitSeq(ctx, "demo.orders")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("commit", seq.CommitSeq)
 }
 
 // This example polls a table's commit sequence and reads each new commit

@@ -15,6 +15,7 @@ type Option func(*config)
 // options, memory.DefaultAllocator.
 type config struct {
 	token    string
+	basic    *basicAuth
 	tls      *tls.Config
 	dialOpts []grpc.DialOption
 	mem      memory.Allocator

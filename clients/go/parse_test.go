@@ -1,6 +1,8 @@
 package sluice
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"testing"
 )
@@ -104,5 +106,21 @@ func TestParseAddr(t *testing.T) {
 				t.Errorf("parseAddr(%q) = %q, %q, %v; want %q, %q", tt.addr, target, scheme, err, tt.target, tt.scheme)
 			}
 		})
+	}
+}
+
+// tokenExpiry reads the expiry of tokens Sluice issues and no other.
+func TestTokenExpiry(t *testing.T) {
+	payload := binary.BigEndian.AppendUint64(nil, 1_800_000_000)
+	payload = append(payload, "alice"...)
+	tok := "sluice1." + base64.RawURLEncoding.EncodeToString(payload) + ".bWFj"
+	if exp, ok := tokenExpiry(tok); !ok || exp.Unix() != 1_800_000_000 {
+		t.Fatalf("tokenExpiry(%q) = %v, %v", tok, exp, ok)
+	}
+	for _, bad := range []string{"", "static-token", "sluice1.!!.mac", "sluice1.AAAA.mac", "other." +
+		base64.RawURLEncoding.EncodeToString(payload) + ".mac"} {
+		if exp, ok := tokenExpiry(bad); ok {
+			t.Fatalf("tokenExpiry(%q) = %v, want none", bad, exp)
+		}
 	}
 }
