@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
@@ -60,25 +64,84 @@ type SubscribeRequest struct {
 	// Heartbeats makes Next also return the 0-row heartbeat batches an
 	// idle stream sends (Meta.Heartbeat is true).
 	Heartbeats bool
+	// Reconnect opens the stream again when it ends with
+	// codes.Unavailable (the server restarted or shut down; after a backoff
+	// from 200ms doubling up to MaxBackoff) or because the table's schema
+	// changed (codes.FailedPrecondition "schema changed"; at once, the new
+	// stream carrying the new schema: see Schema). The new stream resumes
+	// exactly where the old one stood: after the last snapshot it delivered
+	// completely (or the last one a heartbeat reported), with the whole
+	// full state again when it broke off inside it, or as first asked when
+	// nothing had come yet. The batches of a snapshot that broke off come
+	// again from its first; Redelivered reports them.
+	Reconnect bool
+	// MaxBackoff bounds the wait between reconnects. Default 30s.
+	MaxBackoff time.Duration
 }
 
 // Subscription follows a table: batch after batch, it never ends by itself
 // unless the request says NoFollow. The server ends it with an error
-// (codes.Unavailable when it shuts down); resume with a new Subscribe, and
-// a consumer then gets every change after its last acknowledged checkpoint
-// again (at-least-once). A Subscription is not safe for concurrent use,
-// except Release. Release it when done.
+// (codes.Unavailable when it shuts down): resume with a new Subscribe (a
+// consumer then gets every change after its last acknowledged checkpoint
+// again: at-least-once), or ask for Reconnect. A Subscription is not safe
+// for concurrent use, except Release. Release it when done.
 type Subscription struct {
-	c   *Client
-	req SubscribeRequest
-	r   *ChangeReader
+	c      *Client
+	req    SubscribeRequest
+	ctx    context.Context // the stream's, across reconnects; Release cancels it
+	cancel context.CancelFunc
+
+	mu       sync.Mutex // guards r, released and err against Release
+	r        *ChangeReader
+	released bool
+	err      error // a reconnect's failure
+
+	// Where a reconnect resumes (resume.mode "" for the request as first
+	// made), the highest commit_seq delivered, and what it was at the
+	// last reconnect.
+	resume struct {
+		mode     string
+		snapshot int64
+	}
+	deliveredSeq  int64
+	redeliverUpto int64
+	redelivered   bool // the current batch's
+	reconnects    int
+	backoff       time.Duration
 }
+
+const firstBackoff = 200 * time.Millisecond
 
 // Subscribe opens a stream that follows the table. Errors in the request
 // (an unknown table or column, a bad start) are returned here or by the
-// first Next; ctx governs the whole stream.
+// first Next; ctx governs the whole stream, reconnects included.
 func (c *Client) Subscribe(ctx context.Context, req SubscribeRequest) (*Subscription, error) {
+	if req.MaxBackoff <= 0 {
+		req.MaxBackoff = 30 * time.Second
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	s := &Subscription{c: c, req: req, ctx: sctx, cancel: cancel, deliveredSeq: -1, redeliverUpto: -1,
+		backoff: firstBackoff}
+	r, err := s.open()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.r = r
+	return s, nil
+}
+
+// open opens a stream of the request, from the resume point when there is
+// one.
+func (s *Subscription) open() (*ChangeReader, error) {
 	const op = "Subscribe"
+	req := s.req
+	if s.resume.mode != "" {
+		// An explicit start wins over the consumer's progress, which may
+		// lag behind what this subscription delivered.
+		snap := s.resume.snapshot
+		req.Start, req.FromSnapshot, req.FromTimestampMs = s.resume.mode, &snap, nil
+	}
 	cr := ChangeRequest{Table: req.Table, FromSnapshot: req.FromSnapshot, FromTimestampMs: req.FromTimestampMs,
 		Columns: req.Columns, Filter: req.Filter, Identity: req.Identity, FoldUpdates: req.FoldUpdates,
 		Compression: req.Compression}
@@ -94,38 +157,140 @@ func (c *Client) Subscribe(ctx context.Context, req SubscribeRequest) (*Subscrip
 	if err != nil {
 		return nil, invalidArgument(op, fmt.Sprintf("encode request: %v", err))
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	r := &ChangeReader{ctx: rctx, cancel: cancel, flight: c.flight, mem: c.mem, tickets: [][]byte{ticket}}
+	rctx, cancel := context.WithCancel(s.ctx)
+	r := &ChangeReader{ctx: rctx, cancel: cancel, flight: s.c.flight, mem: s.c.mem, tickets: [][]byte{ticket}}
 	if err := r.open(); err != nil {
 		r.Release()
 		return nil, err
 	}
-	return &Subscription{c: c, req: req, r: r}, nil
+	return r, nil
 }
 
 // Next advances to the next batch and reports whether there is one; it
 // blocks until the server sends one. It skips heartbeats unless the request
 // asked for them. It returns false on an error (see Err), after Release,
-// and at the end of a NoFollow stream.
+// and at the end of a NoFollow stream. With Reconnect, it opens the stream
+// again when it fails for a reason a new stream cures, and reads on.
 func (s *Subscription) Next() bool {
-	for s.r.Next() {
-		if s.r.Batch().Meta.Heartbeat && !s.req.Heartbeats {
-			continue
+	for {
+		s.mu.Lock()
+		r, released := s.r, s.released
+		s.mu.Unlock()
+		if released {
+			return false
 		}
+		for r.Next() {
+			b := r.Batch()
+			s.redelivered = s.reconnects > 0 && !b.Meta.Heartbeat && b.Meta.CommitSeq <= s.redeliverUpto
+			s.track(b.Meta)
+			s.backoff = firstBackoff
+			if b.Meta.Heartbeat && !s.req.Heartbeats {
+				continue
+			}
+			return true
+		}
+		err := r.Err()
+		if err == nil || !s.req.Reconnect || s.ctx.Err() != nil || !curable(err) {
+			return false
+		}
+		if !s.reconnect(isSchemaChange(err)) {
+			return false
+		}
+	}
+}
+
+// track moves the resume point past a delivered batch.
+func (s *Subscription) track(m BatchMeta) {
+	if m.Heartbeat {
+		// Heartbeats come between snapshots and name the last one
+		// streamed completely (-1: none yet).
+		if m.Snapshot >= 0 {
+			s.resume.mode, s.resume.snapshot = StartFromSnapshot, m.Snapshot
+		}
+		return
+	}
+	s.deliveredSeq = max(s.deliveredSeq, m.CommitSeq)
+	switch {
+	case m.SnapshotComplete:
+		s.resume.mode, s.resume.snapshot = StartFromSnapshot, m.Snapshot
+	case m.FullState && s.resume.mode == "":
+		s.resume.mode, s.resume.snapshot = StartFromSnapshotFull, m.Snapshot
+	}
+}
+
+// curable reports whether a new stream may succeed where err ended one.
+func curable(err error) bool { return Code(err) == codes.Unavailable || isSchemaChange(err) }
+
+func isSchemaChange(err error) bool {
+	var e *Error
+	return Code(err) == codes.FailedPrecondition && errors.As(err, &e) && strings.Contains(e.Message, "schema changed")
+}
+
+// reconnect opens the stream again (at once, or after the backoff), until
+// it opens, fails for good, or the subscription ends.
+func (s *Subscription) reconnect(now bool) bool {
+	s.redeliverUpto = s.deliveredSeq
+	for {
+		if !now {
+			t := time.NewTimer(s.backoff)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return false
+			}
+			s.backoff = min(2*s.backoff, s.req.MaxBackoff)
+		}
+		now = false
+		s.reconnects++
+		r, err := s.open()
+		if err != nil {
+			if Code(err) == codes.Unavailable && s.ctx.Err() == nil {
+				continue
+			}
+			s.mu.Lock()
+			s.err = err
+			s.mu.Unlock()
+			return false
+		}
+		s.mu.Lock()
+		if s.released {
+			s.mu.Unlock()
+			r.Release()
+			return false
+		}
+		old := s.r
+		s.r = r
+		s.mu.Unlock()
+		old.Release()
 		return true
 	}
-	return false
 }
+
+// Redelivered reports whether the current batch's snapshot came, in part
+// or whole, before the last reconnect (see SubscribeRequest.Reconnect).
+func (s *Subscription) Redelivered() bool { return s.redelivered }
+
+// Reconnects returns how many times the stream was opened again.
+func (s *Subscription) Reconnects() int { return s.reconnects }
 
 // Batch returns the current batch. Its record is valid until the next
 // call to Next or Release.
 func (s *Subscription) Batch() ChangeBatch { return s.r.Batch() }
 
-// Schema returns the schema of the change rows.
+// Schema returns the schema of the change rows: that of the current
+// stream, which a reconnect after a schema change replaces.
 func (s *Subscription) Schema() *arrow.Schema { return s.r.Schema() }
 
 // Err returns the error that ended the stream.
-func (s *Subscription) Err() error { return s.r.Err() }
+func (s *Subscription) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	return s.r.Err()
+}
 
 // All returns the batches as a sequence for range-over-func; it ends with
 // one (ChangeBatch{}, error) pair when the stream fails.
@@ -136,7 +301,7 @@ func (s *Subscription) All() iter.Seq2[ChangeBatch, error] {
 				return
 			}
 		}
-		if err := s.r.Err(); err != nil {
+		if err := s.Err(); err != nil {
 			yield(ChangeBatch{}, err)
 		}
 	}
@@ -164,7 +329,14 @@ func (s *Subscription) Ack(ctx context.Context) (ConsumerProgress, error) {
 
 // Release ends the stream (cancelling it on the server) and releases the
 // current batch. It is idempotent.
-func (s *Subscription) Release() { s.r.Release() }
+func (s *Subscription) Release() {
+	s.cancel()
+	s.mu.Lock()
+	s.released = true
+	r := s.r
+	s.mu.Unlock()
+	r.Release()
+}
 
 // ConsumerProgress is a consumer's acknowledged position on a table.
 type ConsumerProgress struct {

@@ -562,9 +562,11 @@ class Client:
             follow: False ends the stream once it has caught up.
             heartbeats: Also yield the 0-row heartbeat batches an idle
                 stream sends (``batch.heartbeat`` is true).
-            reconnect: Open the stream again (after a backoff up to
-                ``max_backoff`` seconds) when it fails with ``UNAVAILABLE``:
-                the server restarted or shut down.
+            reconnect: Open the stream again when it fails with
+                ``UNAVAILABLE`` (the server restarted or shut down; after a
+                backoff up to ``max_backoff`` seconds) or ends because the
+                table's schema changed (at once; later batches carry the new
+                schema), resuming where it stood (see :class:`Subscription`).
 
         Raises:
             TypeError, InvalidArgument: bad arguments, before anything is

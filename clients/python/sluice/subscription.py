@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -77,8 +77,9 @@ class FollowBatch:
             ``ts``); possibly 0 rows (a snapshot's completion, a heartbeat).
         metadata: The parsed ``app_metadata``.
         redelivered: True when a reconnect of the subscription delivers this
-            snapshot again (it came before, after the last acknowledged
-            checkpoint): consumers apply the feed idempotently.
+            snapshot again: some or all of its batches came before the
+            stream broke off (it resumes at the start of the snapshot it
+            was in the middle of). Consumers apply the feed idempotently.
     """
 
     batch: pa.RecordBatch
@@ -151,10 +152,14 @@ class Subscription:
     a follow stream never ends by itself. :meth:`close` (also from another
     thread, or by leaving a ``with`` block) cancels it, and the iteration
     then stops. A failure raises a :class:`SluiceError`; with
-    ``reconnect=True``, an ``UNAVAILABLE`` stream (the server restarted or
-    shut down) is opened again after a backoff, resuming after the
-    consumer's acknowledged progress (or, without a consumer, after the last
-    complete snapshot this subscription saw).
+    ``reconnect=True``, a stream that ends with ``UNAVAILABLE`` (the server
+    restarted or shut down) is opened again after a backoff, and one that
+    ends because the table's schema changed (``FAILED_PRECONDITION``
+    "schema changed") at once, its batches then in the new schema. The new
+    stream resumes exactly where the old one stood: after the last snapshot
+    it delivered completely (or the last snapshot a heartbeat reported), or
+    with the whole full state again when the old one broke off inside it,
+    or as first asked when nothing had come yet.
 
     Attributes:
         table, consumer: What the subscription follows, and as whom.
@@ -181,22 +186,45 @@ class Subscription:
         self.reconnects = 0
         self.redelivered_batches = 0
         self.last_metadata: Dict[str, Any] = {}
-        # The highest commit_seq whose snapshot completed on this
-        # subscription, and the snapshot.
-        self._seen_seq: Optional[int] = None
-        self._seen_snapshot: Optional[int] = None
+        # Where a reconnect resumes: (start mode, snapshot), None for the
+        # request as first made.
+        self._resume: Optional[Tuple[str, int]] = None
+        # The highest commit_seq of a batch delivered, and what it was
+        # when the stream was last opened again.
+        self._delivered_seq: Optional[int] = None
+        self._redeliver_upto: Optional[int] = None
         self._open()
 
     # -- the stream -------------------------------------------------------
 
     def _request(self) -> Dict[str, Any]:
         req = dict(self._req)
-        if self.reconnects and self.consumer is None and self._seen_snapshot is not None:
-            # Without server-side progress, resume after what was seen.
+        if self.reconnects and self._resume is not None:
+            # An explicit start wins over the consumer's progress, which
+            # may lag behind what this subscription delivered.
             req.pop("from_timestamp_ms", None)
-            req["from_snapshot"] = str(self._seen_snapshot)
-            req["start"] = "from-snapshot"
+            req["start"], snapshot = self._resume
+            req["from_snapshot"] = str(snapshot)
         return req
+
+    def _track(self, b: "FollowBatch") -> None:
+        """Move the resume point past a delivered batch."""
+        snapshot = b.snapshot
+        if snapshot is None:
+            return
+        if b.heartbeat:
+            # Heartbeats come between snapshots and name the last one
+            # streamed completely (-1: none yet).
+            if snapshot >= 0:
+                self._resume = ("from-snapshot", snapshot)
+            return
+        seq = b.commit_seq
+        if seq is not None and (self._delivered_seq is None or seq > self._delivered_seq):
+            self._delivered_seq = seq
+        if b.snapshot_complete:
+            self._resume = ("from-snapshot", snapshot)
+        elif b.full_state and self._resume is None:
+            self._resume = ("from-snapshot-full", snapshot)
 
     def _open(self) -> None:
         self.client._check_open()
@@ -216,6 +244,7 @@ class Subscription:
         backoff = 0.2
         while True:
             stream = self._stream
+            schema_changed = False
             try:
                 with translated():
                     while True:
@@ -235,24 +264,24 @@ class Subscription:
                         b = FollowBatch(data, meta, self._redelivered(meta), self)
                         if b.redelivered:
                             self.redelivered_batches += 1
-                        if b.snapshot_complete and not b.heartbeat:
-                            seq = b.commit_seq
-                            if seq is not None and (self._seen_seq is None or seq > self._seen_seq):
-                                self._seen_seq, self._seen_snapshot = seq, b.snapshot
+                        self._track(b)
                         if b.heartbeat and not self._heartbeats:
                             continue
                         yield b
             except SluiceError as exc:
                 if self._closed:
                     return
-                if not (self._reconnect and isinstance(exc, Unavailable)):
+                schema_changed = isinstance(exc, FailedPrecondition) and "schema changed" in exc.message
+                if not (self._reconnect and (isinstance(exc, Unavailable) or schema_changed)):
                     raise
             finally:
                 self.client._untrack(stream)
-            # Reconnect after a backoff.
+            # Reconnect: at once for a new schema, else after a backoff.
+            self._redeliver_upto = self._delivered_seq
+            wait = 0.0 if schema_changed else backoff
             while True:
-                time.sleep(backoff)
-                backoff = min(backoff * 2, self._max_backoff)
+                time.sleep(wait)
+                wait = backoff = min(backoff * 2, self._max_backoff)
                 if self._closed:
                     return
                 self.reconnects += 1
@@ -263,10 +292,10 @@ class Subscription:
                     continue
 
     def _redelivered(self, meta: Dict[str, Any]) -> bool:
-        if not self.reconnects or meta.get("heartbeat") or self._seen_seq is None:
+        if not self.reconnects or meta.get("heartbeat") or self._redeliver_upto is None:
             return False
         seq = meta.get("commit_seq")
-        return seq is not None and seq <= self._seen_seq
+        return seq is not None and seq <= self._redeliver_upto
 
     # -- iterator protocol ------------------------------------------------
 

@@ -110,20 +110,37 @@ class FakeSluice(flight.FlightServerBase):
 
     def _follow(self, req):
         """A stream request: snapshot 1 (complete), a heartbeat, snapshot 2
-        (in two batches); then table follow.flaky fails the first stream
-        with UNAVAILABLE, and other tables end (a bounded stream)."""
+        (in two batches), the stream starting after from_snapshot when it
+        is set; table follow.flaky fails the first stream with UNAVAILABLE
+        in the middle of snapshot 2, and other tables end (a bounded
+        stream). Table follow.fullflaky streams the full state of snapshot
+        1 in two batches, failing the first stream between them, then
+        snapshot 2 (from_snapshot with start from-snapshot-full: the full
+        state of that snapshot)."""
         self.streams.append(req)
         if req["table"].startswith("error."):
             raise ERRORS[req["table"][len("error."):]]()
         first = len([r for r in self.streams if r["table"] == req["table"]]) == 1
+        after = int(req.get("from_snapshot", 0))
 
         def gen():
-            yield change_batch([1, 2], 1), meta(1, True, 2)
-            yield change_batch([], 1), meta(1, False, 0, heartbeat=True)
-            yield change_batch([3], 2), meta(2, False, 1)
-            if req["table"] == "follow.flaky" and first:
-                raise flight.FlightUnavailableError("server shutting down")
-            yield change_batch([4], 2), meta(2, True, 1)
+            if req["table"] == "follow.fullflaky":
+                if req.get("start", "latest-full") == "latest-full" or (
+                        req["start"] == "from-snapshot-full" and after == 1):
+                    yield change_batch([1], 1), meta(1, False, 1, full_state=True)
+                    if first:
+                        raise flight.FlightUnavailableError("server shutting down")
+                    yield change_batch([2], 1), meta(1, True, 1, full_state=True)
+                yield change_batch([3], 2), meta(2, True, 1)
+                return
+            if after < 1:
+                yield change_batch([1, 2], 1), meta(1, True, 2)
+                yield change_batch([], 1), meta(1, False, 0, heartbeat=True)
+            if after < 2:
+                yield change_batch([3], 2), meta(2, False, 1)
+                if req["table"] == "follow.flaky" and first:
+                    raise flight.FlightUnavailableError("server shutting down")
+                yield change_batch([4], 2), meta(2, True, 1)
         return flight.GeneratorStream(SCHEMA, gen())
 
     def do_get(self, context, ticket):

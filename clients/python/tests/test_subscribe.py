@@ -38,15 +38,17 @@ def test_ack(client, server):
         no_consumer.ack()
 
 
-def test_reconnect_redelivers_after_unavailable(client, server):
+def test_reconnect_resumes_where_the_stream_stood(client, server):
     sub = client.subscribe("follow.flaky", consumer="c1", reconnect=True, max_backoff=0.05)
     got = list(sub)
-    # The first stream fails after snapshot 1 and half of 2; the second
-    # delivers snapshot 1 again (after the last ack: none) and all of 2.
-    assert [(b.snapshot, b.num_rows) for b in got] == [(1, 2), (2, 1), (1, 2), (2, 1), (2, 1)]
-    assert [b.redelivered for b in got] == [False, False, True, False, False]
-    assert sub.reconnects == 1 and sub.redelivered_batches == 1
+    # The first stream fails in the middle of snapshot 2; the second starts
+    # after snapshot 1, explicitly (the consumer acknowledged nothing: its
+    # progress would start over), and delivers all of snapshot 2.
+    assert [(b.snapshot, b.num_rows) for b in got] == [(1, 2), (2, 1), (2, 1), (2, 1)]
+    assert [b.redelivered for b in got] == [False, False, True, True]
+    assert sub.reconnects == 1 and sub.redelivered_batches == 2
     assert server.streams[-1]["consumer"] == "c1"
+    assert server.streams[-1]["from_snapshot"] == "1" and server.streams[-1]["start"] == "from-snapshot"
 
 
 def test_reconnect_without_consumer_resumes_after_what_it_saw(client, server):
@@ -54,6 +56,16 @@ def test_reconnect_without_consumer_resumes_after_what_it_saw(client, server):
     list(sub)
     assert sub.reconnects == 1
     assert server.streams[-1]["from_snapshot"] == "1" and server.streams[-1]["start"] == "from-snapshot"
+
+
+def test_reconnect_inside_the_full_state_starts_it_over(client, server):
+    sub = client.subscribe("follow.fullflaky", consumer="c1", reconnect=True, max_backoff=0.05)
+    got = list(sub)
+    # The full state of snapshot 1 broke off after its first batch: the
+    # whole full state of snapshot 1 comes again, then snapshot 2.
+    assert server.streams[-1]["start"] == "from-snapshot-full" and server.streams[-1]["from_snapshot"] == "1"
+    assert [(b.snapshot, b.full_state, b.redelivered) for b in got] == [
+        (1, True, False), (1, True, True), (1, True, True), (2, False, False)]
 
 
 def test_no_reconnect_raises(client):
