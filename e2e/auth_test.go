@@ -394,6 +394,33 @@ func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.
 		_, err = none.ListTables(ctx)
 		wantCode(t, err, codes.Unavailable, "")
 	})
+	t.Run("consumers belong to their principal", func(t *testing.T) {
+		analyst := dial(t, tokenURI, sluice.WithToken(af.Tokens["analyst"]))
+		alice := dial(t, tokenURI, sluice.WithBasicAuth(af.User, af.Password))
+		seq, err := analyst.CommitSeq(ctx, af.Table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := analyst.Ack(ctx, "owned-1", af.Table, *seq.Snapshot)
+		if err != nil || p.Owner != "analyst" {
+			t.Fatalf("analyst's ack: %+v %v", p, err)
+		}
+		_, err = alice.Ack(ctx, "owned-1", af.Table, *seq.Snapshot)
+		wantCode(t, err, codes.PermissionDenied, `belongs to principal "analyst"`)
+		_, err = alice.ResetConsumer(ctx, "owned-1", af.Table)
+		wantCode(t, err, codes.PermissionDenied, `belongs to principal "analyst"`)
+		// Alice may see it (she may read the table) but not move it.
+		if got, err := alice.ConsumerProgress(ctx, "owned-1", af.Table); err != nil || got.Owner != "analyst" {
+			t.Fatalf("alice reads analyst's progress: %+v %v", got, err)
+		}
+		if removed, err := analyst.ResetConsumer(ctx, "owned-1", af.Table); err != nil || !removed {
+			t.Fatalf("analyst resets their consumer: %v %v", removed, err)
+		}
+		// Reset, the id is free: alice's ack makes it hers.
+		if p, err := alice.Ack(ctx, "owned-1", af.Table, *seq.Snapshot); err != nil || p.Owner != "alice" {
+			t.Fatalf("alice's ack of the freed id: %+v %v", p, err)
+		}
+	})
 	t.Run("health without credentials", func(t *testing.T) {
 		for _, tt := range []struct {
 			uri   string

@@ -12,4 +12,7 @@ var (
 	ErrUnavailable = errors.New("progress: store unavailable")
 	// ErrInvalidDSN reports a DSN that names no supported database.
 	ErrInvalidDSN = errors.New("progress: invalid DSN")
+	// ErrNotOwner reports an acknowledgement or reset of a consumer whose
+	// progress another principal recorded.
+	ErrNotOwner = errors.New("progress: consumer of another principal")
 )

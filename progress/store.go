@@ -31,6 +31,11 @@ type Checkpoint struct {
 	TimestampMs int64
 	// AckedAt is when the acknowledgement was recorded.
 	AckedAt time.Time
+	// Owner is the principal that recorded the consumer's first
+	// acknowledgement on the table; only it may move or reset the
+	// progress. Empty for progress recorded before owners were kept,
+	// which the next acknowledgement's principal adopts.
+	Owner string
 }
 
 // Dialects of a Store.
@@ -134,12 +139,22 @@ const schema = `CREATE TABLE IF NOT EXISTS sluice_consumer_progress (
 	commit_seq   BIGINT NOT NULL,
 	timestamp_ms BIGINT NOT NULL,
 	acked_at_ms  BIGINT NOT NULL,
+	owner        TEXT   NOT NULL DEFAULT '',
 	PRIMARY KEY (table_name, consumer)
 )`
 
 func (s *Store) migrate(ctx context.Context) error {
-	_, err := s.db.ExecContext(ctx, schema)
-	return err
+	if _, err := s.db.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	// Stores made before owners were kept lack the column.
+	if _, err := s.db.ExecContext(ctx, `SELECT owner FROM sluice_consumer_progress WHERE 1 = 0`); err != nil {
+		if _, err := s.db.ExecContext(ctx,
+			`ALTER TABLE sluice_consumer_progress ADD COLUMN owner TEXT NOT NULL DEFAULT ''`); err != nil {
+			return fmt.Errorf("add the owner column: %w", err)
+		}
+	}
+	return nil
 }
 
 // query rewrites ? placeholders for the dialect ($1, $2... for
@@ -162,31 +177,54 @@ func (s *Store) query(q string) string {
 }
 
 // Put records a checkpoint, replacing the consumer's previous one on the
-// table. It returns once the write is committed. A zero AckedAt is set to
-// the current time.
+// table, as c.Owner: the first Put of a consumer on a table makes c.Owner
+// its owner, and a Put by another principal fails with an error wrapping
+// ErrNotOwner, atomically. It returns once the write is committed. A zero
+// AckedAt is set to the current time.
 func (s *Store) Put(ctx context.Context, c Checkpoint) error {
 	if c.AckedAt.IsZero() {
 		c.AckedAt = time.Now()
 	}
-	_, err := s.db.ExecContext(ctx, s.query(`INSERT INTO sluice_consumer_progress
-		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+	res, err := s.db.ExecContext(ctx, s.query(`INSERT INTO sluice_consumer_progress
+		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (table_name, consumer) DO UPDATE SET snapshot_id = excluded.snapshot_id,
-		commit_seq = excluded.commit_seq, timestamp_ms = excluded.timestamp_ms, acked_at_ms = excluded.acked_at_ms`),
-		c.Table, c.Consumer, c.Snapshot, c.CommitSeq, c.TimestampMs, c.AckedAt.UnixMilli())
+		commit_seq = excluded.commit_seq, timestamp_ms = excluded.timestamp_ms, acked_at_ms = excluded.acked_at_ms,
+		owner = excluded.owner
+		WHERE sluice_consumer_progress.owner IN ('', excluded.owner)`),
+		c.Table, c.Consumer, c.Snapshot, c.CommitSeq, c.TimestampMs, c.AckedAt.UnixMilli(), c.Owner)
+	what := fmt.Sprintf("record the progress of consumer %q on table %s", c.Consumer, c.Table)
 	if err != nil {
-		return s.fail(ctx, fmt.Sprintf("record the progress of consumer %q on table %s", c.Consumer, c.Table), err)
+		return s.fail(ctx, what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return s.fail(ctx, what, err)
+	}
+	if n == 0 {
+		return s.notOwner(ctx, c.Table, c.Consumer, c.Owner)
 	}
 	return nil
+}
+
+// notOwner returns the ErrNotOwner error of a write by principal to a
+// consumer that another one owns.
+func (s *Store) notOwner(ctx context.Context, table, consumer, principal string) error {
+	cp, err := s.Get(ctx, table, consumer)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: consumer %q on table %s belongs to principal %q, not %q", ErrNotOwner, consumer, table,
+		cp.Owner, principal)
 }
 
 // Get returns the consumer's checkpoint on the table, or an error wrapping
 // ErrNotFound.
 func (s *Store) Get(ctx context.Context, table, consumer string) (Checkpoint, error) {
-	row := s.db.QueryRowContext(ctx, s.query(`SELECT snapshot_id, commit_seq, timestamp_ms, acked_at_ms
+	row := s.db.QueryRowContext(ctx, s.query(`SELECT snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner
 		FROM sluice_consumer_progress WHERE table_name = ? AND consumer = ?`), table, consumer)
 	c := Checkpoint{Table: table, Consumer: consumer}
 	var acked int64
-	if err := row.Scan(&c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked); err != nil {
+	if err := row.Scan(&c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return Checkpoint{}, fmt.Errorf("%w: consumer %q has no progress on table %s", ErrNotFound, consumer, table)
 		}
@@ -199,8 +237,8 @@ func (s *Store) Get(ctx context.Context, table, consumer string) (Checkpoint, er
 // List returns the checkpoints of every consumer of the table, by consumer
 // id.
 func (s *Store) List(ctx context.Context, table string) ([]Checkpoint, error) {
-	rows, err := s.db.QueryContext(ctx, s.query(`SELECT consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms
-		FROM sluice_consumer_progress WHERE table_name = ? ORDER BY consumer`), table)
+	rows, err := s.db.QueryContext(ctx, s.query(`SELECT consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms,
+		owner FROM sluice_consumer_progress WHERE table_name = ? ORDER BY consumer`), table)
 	if err != nil {
 		return nil, s.fail(ctx, "list the consumers of table "+table, err)
 	}
@@ -209,7 +247,7 @@ func (s *Store) List(ctx context.Context, table string) ([]Checkpoint, error) {
 	for rows.Next() {
 		c := Checkpoint{Table: table}
 		var acked int64
-		if err := rows.Scan(&c.Consumer, &c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked); err != nil {
+		if err := rows.Scan(&c.Consumer, &c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner); err != nil {
 			return nil, s.fail(ctx, "list the consumers of table "+table, err)
 		}
 		c.AckedAt = time.UnixMilli(acked)
@@ -221,19 +259,29 @@ func (s *Store) List(ctx context.Context, table string) ([]Checkpoint, error) {
 	return out, nil
 }
 
-// Delete forgets the consumer's progress on the table and reports whether
-// there was any.
-func (s *Store) Delete(ctx context.Context, table, consumer string) (bool, error) {
+// Delete forgets the consumer's progress on the table, as principal, and
+// reports whether there was any; progress that another principal owns is
+// left alone, with an error wrapping ErrNotOwner.
+func (s *Store) Delete(ctx context.Context, table, consumer, principal string) (bool, error) {
+	what := fmt.Sprintf("reset consumer %q on table %s", consumer, table)
 	res, err := s.db.ExecContext(ctx, s.query(`DELETE FROM sluice_consumer_progress
-		WHERE table_name = ? AND consumer = ?`), table, consumer)
+		WHERE table_name = ? AND consumer = ? AND owner IN ('', ?)`), table, consumer, principal)
 	if err != nil {
-		return false, s.fail(ctx, fmt.Sprintf("reset consumer %q on table %s", consumer, table), err)
+		return false, s.fail(ctx, what, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return false, s.fail(ctx, fmt.Sprintf("reset consumer %q on table %s", consumer, table), err)
+		return false, s.fail(ctx, what, err)
 	}
-	return n > 0, nil
+	if n == 0 {
+		if _, err := s.Get(ctx, table, consumer); errors.Is(err, ErrNotFound) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		return false, s.notOwner(ctx, table, consumer, principal)
+	}
+	return true, nil
 }
 
 // fail wraps a database error: the caller's cancellation as it is, any

@@ -2,6 +2,7 @@ package progress_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,14 +140,57 @@ func TestStore(t *testing.T) {
 			if empty, err := s.List(ctx, "none.t"); err != nil || len(empty) != 0 {
 				t.Fatalf("list of a table without consumers: %v %v", empty, err)
 			}
-			if removed, err := s.Delete(ctx, "a.t", "c1"); err != nil || !removed {
+			if removed, err := s.Delete(ctx, "a.t", "c1", ""); err != nil || !removed {
 				t.Fatalf("delete: %v %v", removed, err)
 			}
-			if removed, err := s.Delete(ctx, "a.t", "c1"); err != nil || removed {
+			if removed, err := s.Delete(ctx, "a.t", "c1", ""); err != nil || removed {
 				t.Fatalf("second delete: %v %v", removed, err)
 			}
 			if got, err := s.Get(ctx, "b.t", "c1"); err != nil || got.Snapshot != 99 {
 				t.Fatalf("progress is per table: %+v %v", got, err)
+			}
+
+			// Owners: the first principal to record a consumer's progress
+			// owns it; another may neither move nor reset it.
+			owned := progress.Checkpoint{Table: "a.t", Consumer: "c3", Snapshot: 1, CommitSeq: 1, AckedAt: at,
+				Owner: "alice"}
+			if err := s.Put(ctx, owned); err != nil {
+				t.Fatal(err)
+			}
+			stolen := owned
+			stolen.Owner, stolen.Snapshot = "bob", 2
+			if err := s.Put(ctx, stolen); !errors.Is(err, progress.ErrNotOwner) || !strings.Contains(err.Error(), `"alice"`) {
+				t.Fatalf("bob's ack of alice's consumer: %v", err)
+			}
+			if removed, err := s.Delete(ctx, "a.t", "c3", "bob"); !errors.Is(err, progress.ErrNotOwner) || removed {
+				t.Fatalf("bob's reset of alice's consumer: %v %v", removed, err)
+			}
+			if got, err := s.Get(ctx, "a.t", "c3"); err != nil || got != owned {
+				t.Fatalf("alice's consumer after bob's attempts: %+v %v", got, err)
+			}
+			owned.Snapshot = 3
+			if err := s.Put(ctx, owned); err != nil {
+				t.Fatalf("alice moves her consumer: %v", err)
+			}
+			if removed, err := s.Delete(ctx, "a.t", "c3", "alice"); err != nil || !removed {
+				t.Fatalf("alice resets her consumer: %v %v", removed, err)
+			}
+			// Progress without an owner (recorded before owners were
+			// kept) is adopted by the next principal to acknowledge.
+			legacy := progress.Checkpoint{Table: "a.t", Consumer: "c4", Snapshot: 1, AckedAt: at}
+			if err := s.Put(ctx, legacy); err != nil {
+				t.Fatal(err)
+			}
+			legacy.Owner = "carol"
+			if err := s.Put(ctx, legacy); err != nil {
+				t.Fatalf("carol adopts an unowned consumer: %v", err)
+			}
+			legacy.Owner = "dave"
+			if err := s.Put(ctx, legacy); !errors.Is(err, progress.ErrNotOwner) {
+				t.Fatalf("dave's ack of carol's adopted consumer: %v", err)
+			}
+			if _, err := s.Delete(ctx, "a.t", "c4", "carol"); err != nil {
+				t.Fatal(err)
 			}
 
 			// Durable: a new store on the same database sees the progress.
@@ -157,10 +202,10 @@ func TestStore(t *testing.T) {
 			if got, err := s2.Get(ctx, "a.t", "c2"); err != nil || got.Snapshot != 12 {
 				t.Fatalf("reopened: %+v %v", got, err)
 			}
-			if _, err := s2.Delete(ctx, "a.t", "c2"); err != nil {
+			if _, err := s2.Delete(ctx, "a.t", "c2", ""); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s2.Delete(ctx, "b.t", "c1"); err != nil {
+			if _, err := s2.Delete(ctx, "b.t", "c1", ""); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -198,5 +243,40 @@ func TestSQLiteForms(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A store made before owners were kept gains the column, its progress
+// unowned.
+func TestMigrateAddsOwner(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`CREATE TABLE sluice_consumer_progress (
+		table_name TEXT NOT NULL, consumer TEXT NOT NULL, snapshot_id BIGINT NOT NULL, commit_seq BIGINT NOT NULL,
+		timestamp_ms BIGINT NOT NULL, acked_at_ms BIGINT NOT NULL, PRIMARY KEY (table_name, consumer))`,
+		`INSERT INTO sluice_consumer_progress VALUES ('a.t', 'old', 7, 1, 100, 1800000000000)`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s, err := progress.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Get(ctx, "a.t", "old")
+	if err != nil || got.Snapshot != 7 || got.Owner != "" {
+		t.Fatalf("old progress after the migration: %+v %v", got, err)
+	}
+	if err := s.Put(ctx, progress.Checkpoint{Table: "a.t", Consumer: "old", Snapshot: 8, Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(ctx, "a.t", "old"); got.Owner != "alice" {
+		t.Fatalf("adopted: %+v", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 	"github.com/sluicefeed/sluice/progress"
@@ -33,17 +34,22 @@ type consumerInfo struct {
 	// Expired is true when the acknowledged snapshot has left the retained
 	// history: resuming needs a resync.
 	Expired bool `json:"expired"`
+	// Owner is the principal that owns the progress: only it may ack or
+	// reset the consumer ("" for progress recorded before owners were
+	// kept).
+	Owner string `json:"owner"`
 }
 
 func (c consumerInfo) proto() *sluicev1.ConsumerProgress {
 	return &sluicev1.ConsumerProgress{Consumer: c.Consumer, Table: c.Table, Snapshot: c.Snapshot, CommitSeq: c.CommitSeq,
-		TimestampMs: c.TimestampMs, AckedAtMs: c.AckedAtMs, LagCommits: c.LagCommits, LagMs: c.LagMs, Expired: c.Expired}
+		TimestampMs: c.TimestampMs, AckedAtMs: c.AckedAtMs, LagCommits: c.LagCommits, LagMs: c.LagMs, Expired: c.Expired,
+		Owner: c.Owner}
 }
 
 // withLag describes a checkpoint against the table's current lineage.
 func withLag(cp progress.Checkpoint, lineage []feed.Snapshot) consumerInfo {
 	out := consumerInfo{Consumer: cp.Consumer, Table: cp.Table, Snapshot: cp.Snapshot, CommitSeq: cp.CommitSeq,
-		TimestampMs: cp.TimestampMs, AckedAtMs: cp.AckedAt.UnixMilli()}
+		TimestampMs: cp.TimestampMs, AckedAtMs: cp.AckedAt.UnixMilli(), Owner: cp.Owner}
 	if len(lineage) == 0 {
 		out.Expired = true
 		return out
@@ -87,7 +93,7 @@ func (s *Server) ack(ctx context.Context, consumer, table string, snapshot *int6
 			earliestStart(lineage))
 	}
 	cp := progress.Checkpoint{Table: table, Consumer: consumer, Snapshot: *snapshot, CommitSeq: lineage[i].CommitSeq,
-		TimestampMs: lineage[i].TimestampMs, AckedAt: time.Now()}
+		TimestampMs: lineage[i].TimestampMs, AckedAt: time.Now(), Owner: principalName(ctx)}
 	if err := store.Put(ctx, cp); err != nil {
 		return consumerInfo{}, err
 	}
@@ -159,7 +165,16 @@ func (s *Server) resetConsumer(ctx context.Context, consumer, table string) (boo
 	if err := s.engine.table(ctx, table); err != nil {
 		return false, err
 	}
-	return store.Delete(ctx, table, consumer)
+	return store.Delete(ctx, table, consumer, principalName(ctx))
+}
+
+// principalName is the name of the call's principal, which owns the
+// consumer progress it records ("anonymous" with authentication off).
+func principalName(ctx context.Context) string {
+	if p, ok := auth.FromContext(ctx); ok {
+		return p.Name
+	}
+	return ""
 }
 
 // jsonInt64 is an int64 in a JSON body, written as a number or a string

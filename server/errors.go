@@ -68,7 +68,8 @@ func codeOf(err error) codes.Code {
 		return codes.ResourceExhausted
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return codes.Unauthenticated
-	case errors.Is(err, auth.ErrPermissionDenied):
+	case errors.Is(err, auth.ErrPermissionDenied),
+		errors.Is(err, progress.ErrNotOwner):
 		return codes.PermissionDenied
 	case errors.Is(err, catalog.ErrUnavailable),
 		errors.Is(err, feed.ErrStorageUnavailable),

@@ -93,7 +93,7 @@ type ProgressStore interface {
 	Put(ctx context.Context, c progress.Checkpoint) error
 	Get(ctx context.Context, table, consumer string) (progress.Checkpoint, error)
 	List(ctx context.Context, table string) ([]progress.Checkpoint, error)
-	Delete(ctx context.Context, table, consumer string) (bool, error)
+	Delete(ctx context.Context, table, consumer, principal string) (bool, error)
 }
 
 // Server is the Flight service and the ControlService over one engine.

@@ -356,12 +356,16 @@ type ConsumerProgress struct {
 	// Expired is true when Snapshot has left the retained history: resuming
 	// fails with codes.FailedPrecondition; ResetConsumer.
 	Expired bool
+	// Owner is the principal that owns the progress (the first to ack the
+	// consumer on the table): another's Ack or ResetConsumer fails with
+	// codes.PermissionDenied.
+	Owner string
 }
 
 func progressOf(p *sluicev1.ConsumerProgress) ConsumerProgress {
 	return ConsumerProgress{Consumer: p.GetConsumer(), Table: p.GetTable(), Snapshot: p.GetSnapshot(),
 		CommitSeq: p.GetCommitSeq(), TimestampMs: p.GetTimestampMs(), AckedAtMs: p.GetAckedAtMs(),
-		LagCommits: p.GetLagCommits(), LagMs: p.GetLagMs(), Expired: p.GetExpired()}
+		LagCommits: p.GetLagCommits(), LagMs: p.GetLagMs(), Expired: p.GetExpired(), Owner: p.GetOwner()}
 }
 
 // Ack records, durably, that consumer has processed every change of table

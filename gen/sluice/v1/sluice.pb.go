@@ -368,7 +368,12 @@ type ConsumerProgress struct {
 	// True when the acknowledged snapshot is no longer in the table's
 	// retained history: resuming fails with FAILED_PRECONDITION ("resync
 	// required"); reset the consumer.
-	Expired       bool `protobuf:"varint,9,opt,name=expired,proto3" json:"expired,omitempty"`
+	Expired bool `protobuf:"varint,9,opt,name=expired,proto3" json:"expired,omitempty"`
+	// The principal that owns the progress: the one that recorded the
+	// consumer's first acknowledgement on the table. Only it may ack or reset
+	// the consumer (PERMISSION_DENIED otherwise). Empty for progress recorded
+	// before owners were kept, which the next acknowledging principal adopts.
+	Owner         string `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -464,6 +469,13 @@ func (x *ConsumerProgress) GetExpired() bool {
 		return x.Expired
 	}
 	return false
+}
+
+func (x *ConsumerProgress) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
 }
 
 // ListConsumersRequest names the table.
@@ -1568,7 +1580,7 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\bsnapshot\x18\x03 \x01(\x03R\bsnapshot\"K\n" +
 	"\x17ConsumerProgressRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
-	"\x05table\x18\x02 \x01(\tR\x05table\"\x94\x02\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"\xaa\x02\n" +
 	"\x10ConsumerProgress\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1a\n" +
@@ -1580,7 +1592,9 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\vlag_commits\x18\a \x01(\x03R\n" +
 	"lagCommits\x12\x15\n" +
 	"\x06lag_ms\x18\b \x01(\x03R\x05lagMs\x12\x18\n" +
-	"\aexpired\x18\t \x01(\bR\aexpired\",\n" +
+	"\aexpired\x18\t \x01(\bR\aexpired\x12\x14\n" +
+	"\x05owner\x18\n" +
+	" \x01(\tR\x05owner\",\n" +
 	"\x14ListConsumersRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\"h\n" +
 	"\x15ListConsumersResponse\x12\x14\n" +
