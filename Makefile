@@ -133,7 +133,8 @@ FUZZERS := \
 	./auth/:FuzzIssuedToken \
 	./auth/:FuzzAuthenticate \
 	./auth/:FuzzGlobMatch \
-	./clients/go/:FuzzParseMeta
+	./clients/go/:FuzzParseMeta \
+	./clients/go/:FuzzUnmarshalFlightData
 
 ## fuzz: every fuzzer for FUZZTIME each; a failing input is kept in its package's testdata/fuzz
 fuzz: checkfuzz

@@ -69,7 +69,8 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		creds = insecure.NewCredentials()
 	}
 
-	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(newFlightCodec()))}
 	switch {
 	case cfg.basic != nil:
 		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(cfg.basic),
