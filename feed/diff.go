@@ -65,6 +65,10 @@ type diffReader struct {
 	mu      sync.Mutex
 	footers map[string]*footer
 	stats   *counters
+	// serial computes one snapshot's changes at a time, so that snapshots
+	// read ahead stay within concurrency files and one change set in
+	// memory; they wait their turn.
+	serial sync.Mutex
 }
 
 func newDiffReader(ctx context.Context, mem memory.Allocator, p *Plan, concurrency int, stats *counters) (*diffReader, error) {
@@ -537,6 +541,8 @@ func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, fold bool) 
 // filter (nil: none) selects.
 func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan,
 	rf *rowFilter, fold bool) ([]arrow.RecordBatch, error) {
+	d.serial.Lock()
+	defer d.serial.Unlock()
 	cs, err := d.collect(ctx, sp)
 	if err != nil {
 		return nil, err

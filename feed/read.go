@@ -103,9 +103,7 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 				yield(Batch{}, err)
 				return
 			}
-			ahead.streams = ahead.streams[1:]
-			ahead.busy -= st.weight
-			ahead.done(st)
+			ahead.done()
 		}
 	}
 }
@@ -119,9 +117,8 @@ type readAhead struct {
 	rf    *rowFilter
 	fold  bool
 
-	diffMu  sync.Mutex // one snapshot diff at a time: the diffReader is not shared
-	next    int        // the next snapshot to start
-	busy    int        // the files that the started streams read
+	next    int // the next snapshot to start
+	busy    int // the files that the started streams read
 	streams []*snapshotStream
 	wg      sync.WaitGroup
 	free    []*assembler // assemblers of finished streams, for reuse
@@ -183,12 +180,18 @@ func (r *readAhead) start(ctx context.Context, sp SnapshotPlan, w int) {
 				return false
 			}
 		}
-		r.e.readSnapshot(ctx, r.scan, r.diffs, &r.diffMu, r.rf, st.asm, r.p, sp, r.fold, send)
+		r.e.readSnapshot(ctx, r.scan, r.diffs, r.rf, st.asm, r.p, sp, r.fold, send)
 	}()
 }
 
-// done returns a finished stream's assembler for reuse.
-func (r *readAhead) done(st *snapshotStream) { r.free = append(r.free, st.asm) }
+// done retires the first stream, which the consumer has read to its end:
+// its files leave the budget and its assembler is free for reuse.
+func (r *readAhead) done() {
+	st := r.streams[0]
+	r.streams = r.streams[1:]
+	r.busy -= st.weight
+	r.free = append(r.free, st.asm)
+}
 
 // stop cancels the reads still running, releases what they produced and
 // waits for them, then releases the assemblers.
@@ -210,7 +213,7 @@ func (r *readAhead) stop(cancel context.CancelFunc) {
 // readSnapshot streams one snapshot's changes, holding back one batch so
 // that the last can be marked complete. It returns false when the sequence
 // must stop (the consumer stopped, or an error was yielded).
-func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diffReader, diffMu *sync.Mutex, rf *rowFilter,
+func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diffReader, rf *rowFilter,
 	asm *assembler, p *Plan, sp SnapshotPlan, fold bool, yield func(Batch, error) bool) bool {
 	name := p.Table
 	var pending arrow.RecordBatch
@@ -244,9 +247,7 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 	}
 
 	if sp.diffs != nil {
-		diffMu.Lock()
 		out, err := diffs.changes(ctx, asm, p, sp, rf, fold)
-		diffMu.Unlock()
 		if err != nil {
 			return fail(err)
 		}

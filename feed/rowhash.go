@@ -22,7 +22,7 @@ func mix(h, v uint64) uint64 {
 }
 
 // hashes returns the hash of each row of rec over the given columns. Equal
-// rows (by rowsEqual) hash equally: a null slot hashes as null, whatever
+// rows (valuesEqual in every column) hash equally: a null slot hashes as null, whatever
 // its buffer holds.
 func (rh rowHasher) hashes(rec arrow.RecordBatch, cols []int) []uint64 {
 	n := int(rec.NumRows())
@@ -85,17 +85,6 @@ func (rh rowHasher) hashes(rec arrow.RecordBatch, cols []int) []uint64 {
 	return out
 }
 
-// rowsEqual compares row i of a with row j of b over the given columns
-// (the two records have the same schema).
-func rowsEqual(a arrow.RecordBatch, i int, b arrow.RecordBatch, j int, cols []int) bool {
-	for _, c := range cols {
-		if !valuesEqual(a.Column(c), i, b.Column(c), j) {
-			return false
-		}
-	}
-	return true
-}
-
 func valuesEqual(x arrow.Array, i int, y arrow.Array, j int) bool {
 	xn, yn := x.IsNull(i), y.IsNull(j)
 	if xn || yn {
@@ -125,7 +114,7 @@ func valuesEqual(x arrow.Array, i int, y arrow.Array, j int) bool {
 }
 
 // rowComparer compares rows of one list of batches with rows of another
-// (all of one schema), as rowsEqual does, with each column's type resolved
+// (all of one schema) with valuesEqual in every column, with each column's type resolved
 // once instead of for every value: the carry-over check compares every
 // inserted row of a rewrite with its deleted twin.
 type rowComparer []func(a, i, b, j int) bool
@@ -175,48 +164,36 @@ func columnComparer(left, right []arrow.RecordBatch, c int) func(a, i, b, j int)
 			return x.(*array.Timestamp).TimestampValues()
 		})
 	case arrow.FLOAT64:
-		lv, rv := valuesOf(left, c, func(x arrow.Array) []float64 { return x.(*array.Float64).Float64Values() }),
-			valuesOf(right, c, func(x arrow.Array) []float64 { return x.(*array.Float64).Float64Values() })
-		ln, rn := nullable(left, c), nullable(right, c)
-		return func(a, i, b, j int) bool {
-			if n, eq := nullsDecide(ln[a], i, rn[b], j); n {
-				return eq
-			}
-			u, v := lv[a][i], rv[b][j]
-			return u == v || (u != u && v != v) // NaN equals NaN here, as in valuesEqual
-		}
+		return typedComparer(left, right, c, func(x arrow.Array) []float64 { return x.(*array.Float64).Float64Values() },
+			func(x, y []float64, i, j int) bool {
+				return x[i] == y[j] || (x[i] != x[i] && y[j] != y[j]) // NaN equals NaN here, as in valuesEqual
+			})
 	case arrow.STRING:
-		ls, rs := valuesOf(left, c, func(x arrow.Array) *array.String { return x.(*array.String) }),
-			valuesOf(right, c, func(x arrow.Array) *array.String { return x.(*array.String) })
-		ln, rn := nullable(left, c), nullable(right, c)
-		return func(a, i, b, j int) bool {
-			if n, eq := nullsDecide(ln[a], i, rn[b], j); n {
-				return eq
-			}
-			return ls[a].Value(i) == rs[b].Value(j)
-		}
+		return typedComparer(left, right, c, func(x arrow.Array) *array.String { return x.(*array.String) },
+			func(x, y *array.String, i, j int) bool { return x.Value(i) == y.Value(j) })
 	case arrow.BOOL:
-		ls, rs := valuesOf(left, c, func(x arrow.Array) *array.Boolean { return x.(*array.Boolean) }),
-			valuesOf(right, c, func(x arrow.Array) *array.Boolean { return x.(*array.Boolean) })
-		ln, rn := nullable(left, c), nullable(right, c)
-		return func(a, i, b, j int) bool {
-			if n, eq := nullsDecide(ln[a], i, rn[b], j); n {
-				return eq
-			}
-			return ls[a].Value(i) == rs[b].Value(j)
-		}
+		return typedComparer(left, right, c, func(x arrow.Array) *array.Boolean { return x.(*array.Boolean) },
+			func(x, y *array.Boolean, i, j int) bool { return x.Value(i) == y.Value(j) })
 	}
 	return generic
 }
 
+// fixedComparer compares the values of a fixed-width column with ==.
 func fixedComparer[T comparable](left, right []arrow.RecordBatch, c int, values func(arrow.Array) []T) func(a, i, b, j int) bool {
-	lv, rv := valuesOf(left, c, values), valuesOf(right, c, values)
+	return typedComparer(left, right, c, values, func(x, y []T, i, j int) bool { return x[i] == y[j] })
+}
+
+// typedComparer compares column c of left[a] and right[b] with eq, on the
+// column resolved once per batch by as; nulls compare as in valuesEqual.
+func typedComparer[A any](left, right []arrow.RecordBatch, c int, as func(arrow.Array) A,
+	eq func(x, y A, i, j int) bool) func(a, i, b, j int) bool {
+	lv, rv := valuesOf(left, c, as), valuesOf(right, c, as)
 	ln, rn := nullable(left, c), nullable(right, c)
 	return func(a, i, b, j int) bool {
-		if n, eq := nullsDecide(ln[a], i, rn[b], j); n {
-			return eq
+		if n, e := nullsDecide(ln[a], i, rn[b], j); n {
+			return e
 		}
-		return lv[a][i] == rv[b][j]
+		return eq(lv[a], rv[b], i, j)
 	}
 }
 

@@ -141,3 +141,14 @@ func TestRowComparerAgreesWithRowsEqual(t *testing.T) {
 		}
 	}
 }
+
+// rowsEqual is the reference the comparer is checked against: row i of a
+// and row j of b are equal when valuesEqual holds in every column.
+func rowsEqual(a arrow.RecordBatch, i int, b arrow.RecordBatch, j int, cols []int) bool {
+	for _, c := range cols {
+		if !valuesEqual(a.Column(c), i, b.Column(c), j) {
+			return false
+		}
+	}
+	return true
+}
