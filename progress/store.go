@@ -201,20 +201,20 @@ func (s *Store) Put(ctx context.Context, c Checkpoint) error {
 		return s.fail(ctx, what, err)
 	}
 	if n == 0 {
-		return s.notOwner(ctx, c.Table, c.Consumer, c.Owner)
+		cp, err := s.Get(ctx, c.Table, c.Consumer)
+		if err != nil {
+			return err
+		}
+		return notOwner(cp, c.Owner)
 	}
 	return nil
 }
 
-// notOwner returns the ErrNotOwner error of a write by principal to a
-// consumer that another one owns.
-func (s *Store) notOwner(ctx context.Context, table, consumer, principal string) error {
-	cp, err := s.Get(ctx, table, consumer)
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("%w: consumer %q on table %s belongs to principal %q, not %q", ErrNotOwner, consumer, table,
-		cp.Owner, principal)
+// notOwner is the ErrNotOwner error of a write by principal to progress
+// that another principal owns.
+func notOwner(cp Checkpoint, principal string) error {
+	return fmt.Errorf("%w: consumer %q on table %s belongs to principal %q, not %q", ErrNotOwner, cp.Consumer,
+		cp.Table, cp.Owner, principal)
 }
 
 // Get returns the consumer's checkpoint on the table, or an error wrapping
@@ -274,12 +274,13 @@ func (s *Store) Delete(ctx context.Context, table, consumer, principal string) (
 		return false, s.fail(ctx, what, err)
 	}
 	if n == 0 {
-		if _, err := s.Get(ctx, table, consumer); errors.Is(err, ErrNotFound) {
+		cp, err := s.Get(ctx, table, consumer)
+		if errors.Is(err, ErrNotFound) {
 			return false, nil
 		} else if err != nil {
 			return false, err
 		}
-		return false, s.notOwner(ctx, table, consumer, principal)
+		return false, notOwner(cp, principal)
 	}
 	return true, nil
 }
