@@ -161,11 +161,7 @@ func TestFaultDamagedFiles(t *testing.T) {
 			srv := startFlightd(t, "--warehouse", fix.Warehouse, "--max-batch-rows", "8")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			c, err := sluice.Dial(ctx, srv.URI())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dialGo(t, ctx, srv.URI())
 
 			damaged(t, readAll(ctx, c, sluice.ChangeRequest{Table: eventsTable}), fix, victim, file, tt.msg)
 			// Again: the failure is not cached into a success.
@@ -378,11 +374,7 @@ func TestFaultCatalogUnavailable(t *testing.T) {
 				"--heartbeat-interval", "200ms", "--max-backoff", "400ms")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			c, err := sluice.Dial(ctx, srv.URI())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dialGo(t, ctx, srv.URI())
 			sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: eventsTable, Start: sluice.StartLatest,
 				Heartbeats: true})
 			if err != nil {
@@ -485,11 +477,7 @@ func TestFaultCatalogReplaced(t *testing.T) {
 	srv := startFlightd(t, "--warehouse", fix.Warehouse, "--poll-interval", "100ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := sluice.Dial(ctx, srv.URI())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialGo(t, ctx, srv.URI())
 	before, err := c.CommitSeq(ctx, eventsTable)
 	if err != nil {
 		t.Fatal(err)
@@ -598,11 +586,7 @@ func TestFaultStalledClient(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := sluice.Dial(ctx, srv.URI())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialGo(t, ctx, srv.URI())
 
 	// A full read first: the server's memory as a reading client makes it.
 	start := time.Now()

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	sluice "github.com/sluicefeed/sluice/clients/go"
 )
 
 // flightdBin is the flightd binary built for this run.
@@ -143,6 +145,17 @@ func python(t *testing.T) string {
 			"which create the Python venv (or set SLUICE_SKIP_PYTHON=1 to skip the Python half)")
 	}
 	return py
+}
+
+// dialGo returns a Go client of a flightd; the test's end closes it.
+func dialGo(t *testing.T, ctx context.Context, uri string, opts ...sluice.Option) *sluice.Client {
+	t.Helper()
+	c, err := sluice.Dial(ctx, uri, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // pytest runs pytest on e2e/python with the given environment.

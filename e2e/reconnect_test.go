@@ -24,11 +24,7 @@ func TestGoSubscriptionReconnects(t *testing.T) {
 	srv := startFlightd(t, flags...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := sluice.Dial(ctx, srv.URI())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialGo(t, ctx, srv.URI())
 	sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: fix.Table, Start: sluice.StartLatestFull,
 		Reconnect: true, MaxBackoff: 300 * time.Millisecond})
 	if err != nil {
