@@ -135,13 +135,7 @@ func (c *Client) Subscribe(ctx context.Context, req SubscribeRequest) (*Subscrip
 // one.
 func (s *Subscription) open() (*ChangeReader, error) {
 	const op = "Subscribe"
-	req := s.req
-	if s.resume.mode != "" {
-		// An explicit start wins over the consumer's progress, which may
-		// lag behind what this subscription delivered.
-		snap := s.resume.snapshot
-		req.Start, req.FromSnapshot, req.FromTimestampMs = s.resume.mode, &snap, nil
-	}
+	req := s.request()
 	cr := ChangeRequest{Table: req.Table, FromSnapshot: req.FromSnapshot, FromTimestampMs: req.FromTimestampMs,
 		Columns: req.Columns, Filter: req.Filter, Identity: req.Identity, FoldUpdates: req.FoldUpdates,
 		Compression: req.Compression}
@@ -164,6 +158,19 @@ func (s *Subscription) open() (*ChangeReader, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// request is the request of the next stream: the first as asked, a
+// reconnect's from where the last one stood.
+func (s *Subscription) request() SubscribeRequest {
+	req := s.req
+	if s.resume.mode != "" {
+		// An explicit start wins over the consumer's progress, which may
+		// lag behind what this subscription delivered.
+		snap := s.resume.snapshot
+		req.Start, req.FromSnapshot, req.FromTimestampMs = s.resume.mode, &snap, nil
+	}
+	return req
 }
 
 // Next advances to the next batch and reports whether there is one; it
