@@ -386,19 +386,19 @@ func applyEnv(env map[string]string, cfg *Config) error {
 			*p = v
 		}
 	}
-	if v, ok := env["SLUICE_PPROF"]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%w: SLUICE_PPROF=%q is not a boolean", ErrConfig, v)
-		}
-		cfg.Pprof = b
+	bools := map[string]*bool{
+		"SLUICE_PPROF":      &cfg.Pprof,
+		"SLUICE_REFLECTION": &cfg.Reflection,
+		"SLUICE_DEMO":       &cfg.Demo,
 	}
-	if v, ok := env["SLUICE_REFLECTION"]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%w: SLUICE_REFLECTION=%q is not a boolean", ErrConfig, v)
+	for k, p := range bools {
+		if v, ok := env[k]; ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%w: %s=%q is not a boolean", ErrConfig, k, v)
+			}
+			*p = b
 		}
-		cfg.Reflection = b
 	}
 	if v, ok := env["SLUICE_CALLS_PER_SECOND"]; ok {
 		f, err := strconv.ParseFloat(v, 64)
@@ -436,13 +436,6 @@ func applyEnv(env map[string]string, cfg *Config) error {
 			return fmt.Errorf("%w: SLUICE_MAX_BATCH_BYTES=%q is not an integer", ErrConfig, v)
 		}
 		cfg.Engine.MaxBatchBytes = n
-	}
-	if v, ok := env["SLUICE_DEMO"]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%w: SLUICE_DEMO=%q is not a boolean", ErrConfig, v)
-		}
-		cfg.Demo = b
 	}
 	durations := map[string]*time.Duration{
 		"SLUICE_SHUTDOWN_TIMEOUT":   &cfg.ShutdownTimeout,
