@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 )
 
 // WithBasicAuth authenticates as user with password through Flight's
@@ -46,8 +45,7 @@ type basicAuth struct {
 
 func (b *basicAuth) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
 	if ri, ok := credentials.RequestInfoFromContext(ctx); ok && ri.Method == handshakeMethod {
-		cred := base64.StdEncoding.EncodeToString([]byte(b.user + ":" + b.password))
-		return map[string]string{"authorization": "Basic " + cred}, nil
+		return nil, nil // the Handshake carries the Basic credentials itself
 	}
 	tok, err := b.current(ctx)
 	if err != nil {
@@ -81,34 +79,22 @@ func (b *basicAuth) expire(tok string) {
 	}
 }
 
-// handshake gets a new token; b.mu is held.
+// handshake gets a new token with arrow-go's basic-auth Handshake; b.mu
+// is held.
 func (b *basicAuth) handshake(ctx context.Context) (string, error) {
-	stream, err := b.flight.Handshake(ctx)
+	authed, err := b.flight.AuthenticateBasicToken(ctx, b.user, b.password)
 	if err != nil {
 		return "", callError(ctx, "Handshake", err)
 	}
-	if err := stream.CloseSend(); err != nil {
-		return "", callError(ctx, "Handshake", err)
-	}
-	for {
-		if _, err := stream.Recv(); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return "", callError(ctx, "Handshake", err)
-		}
-	}
-	md, err := stream.Header()
-	if err != nil {
-		return "", callError(ctx, "Handshake", err)
-	}
+	md, _ := metadata.FromOutgoingContext(authed)
 	vals := md.Get("authorization")
-	if len(vals) != 1 || !strings.HasPrefix(vals[0], "Bearer ") {
+	if len(vals) == 0 || !strings.HasPrefix(vals[len(vals)-1], "Bearer ") {
 		return "", &Error{Op: "Handshake", Code: codes.Internal, cause: ErrProtocol,
 			Message: fmt.Sprintf("%v: the server answered the basic-auth Handshake without a bearer token "+
 				"(is its --auth-mode basic?)", ErrProtocol)}
 	}
 	issued := b.now()
-	b.token = strings.TrimPrefix(vals[0], "Bearer ")
+	b.token = strings.TrimPrefix(vals[len(vals)-1], "Bearer ")
 	b.refresh = time.Time{}
 	if exp, ok := tokenExpiry(b.token); ok {
 		// Renew with a quarter of the lifetime left (at most a minute), so
