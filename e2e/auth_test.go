@@ -75,6 +75,10 @@ type authFixture struct {
 	Table      string   `json:"table"`
 	HRTable    string   `json:"hr_table"`
 	Rows       int      `json:"rows"`
+	// restartShort kills the "short" server and starts it again on its
+	// address, with a new random secret: the tokens it issued before are
+	// refused from then on.
+	restartShort func(t *testing.T)
 }
 
 // TestAuth starts flightd in every authentication mode, with table and
@@ -131,11 +135,20 @@ func TestAuth(t *testing.T) {
 		"token": startFlightd(t, append(wh, "--config", rulesFile, "--auth-mode", "token,basic",
 			"--auth-tokens-file", tokensFile, "--auth-users-file", usersFile, "--auth-secret-file", secretFile)...),
 		"short": startFlightd(t, append(wh, "--config", rulesFile, "--auth-mode", "basic",
-			"--auth-users-file", usersFile, "--auth-token-ttl", "4s")...),
+			"--auth-users-file", usersFile, "--auth-token-ttl", "4s")...), // as shortFlags below
 		"tls": startFlightd(t, append(wh, "--config", rulesFile, "--auth-mode", "token",
 			"--auth-tokens-file", tokensFile, "--tls-cert-file", serverCert, "--tls-key-file", serverKey)...),
 		"mtls": startFlightd(t, append(wh, "--config", mtlsFile, "--auth-mode", "mtls",
 			"--tls-cert-file", serverCert, "--tls-key-file", serverKey, "--tls-client-ca-file", ca.certFile)...),
+	}
+	shortFlags := append(wh, "--config", rulesFile, "--auth-mode", "basic", "--auth-users-file", usersFile,
+		"--auth-token-ttl", "4s")
+	outer := t
+	af.restartShort = func(t *testing.T) {
+		_ = killFlightd(servers["short"])
+		f := launchFlightd(t, append(shortFlags, "--listen", servers["short"].Addr)...)
+		outer.Cleanup(func() { f.stop(outer) }) // serves the later subtests too
+		servers["short"] = f
 	}
 	for mode, f := range servers {
 		af.URIs[mode] = "grpc://" + f.Addr
@@ -187,28 +200,19 @@ func TestAuth(t *testing.T) {
 
 // goAuthChecks is the Go half of TestAuth.
 func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.CertPool) {
-	dial := func(t *testing.T, uri string, opts ...sluice.Option) *sluice.Client {
-		t.Helper()
-		c, err := sluice.Dial(ctx, uri, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
 	tokenURI := af.URIs["token"]
 
 	t.Run("no credentials", func(t *testing.T) {
-		c := dial(t, tokenURI)
+		c := dialGo(t, ctx, tokenURI)
 		everyCall(t, ctx, c, af.Table, codes.Unauthenticated, "no credentials")
 	})
 	t.Run("wrong token", func(t *testing.T) {
-		c := dial(t, tokenURI, sluice.WithToken(af.Tokens["wrong"]))
+		c := dialGo(t, ctx, tokenURI, sluice.WithToken(af.Tokens["wrong"]))
 		everyCall(t, ctx, c, af.Table, codes.Unauthenticated, "unknown bearer token")
 	})
 	t.Run("basic credentials on a call", func(t *testing.T) {
 		basic := base64.StdEncoding.EncodeToString([]byte(af.User + ":" + af.Password))
-		c := dial(t, tokenURI, sluice.WithDialOptions(grpc.WithUnaryInterceptor(
+		c := dialGo(t, ctx, tokenURI, sluice.WithDialOptions(grpc.WithUnaryInterceptor(
 			func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker,
 				opts ...grpc.CallOption) error {
 				ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Basic "+basic)
@@ -218,25 +222,25 @@ func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.
 		wantCode(t, err, codes.Unauthenticated, "only by the Flight Handshake")
 	})
 	t.Run("right token", func(t *testing.T) {
-		c := dial(t, tokenURI, sluice.WithToken(af.Tokens["analyst"]))
+		c := dialGo(t, ctx, tokenURI, sluice.WithToken(af.Tokens["analyst"]))
 		if n := countRows(t, ctx, c, sluice.ChangeRequest{Table: af.Table}); n != af.Rows {
 			t.Fatalf("read %d rows, want %d", n, af.Rows)
 		}
 		listed(t, ctx, c, af.Table)
 	})
 	t.Run("table not granted", func(t *testing.T) {
-		c := dial(t, tokenURI, sluice.WithToken(af.Tokens["analyst"]))
+		c := dialGo(t, ctx, tokenURI, sluice.WithToken(af.Tokens["analyst"]))
 		everyCall(t, ctx, c, af.HRTable, codes.PermissionDenied, `principal "analyst" may not read table "hr.salaries"`)
 		// A table that does not exist, outside the grants, is denied too:
 		// the answer does not tell which tables exist.
 		_, err := c.CommitSeq(ctx, "hr.nope")
 		wantCode(t, err, codes.PermissionDenied, "hr.nope")
-		hr := dial(t, tokenURI, sluice.WithToken(af.Tokens["hr"]))
+		hr := dialGo(t, ctx, tokenURI, sluice.WithToken(af.Tokens["hr"]))
 		listed(t, ctx, hr, af.HRTable)
 		everyCall(t, ctx, hr, af.Table, codes.PermissionDenied, `principal "hr" may not read table "e2e.events"`)
 	})
 	t.Run("column restricted", func(t *testing.T) {
-		c := dial(t, tokenURI, sluice.WithToken(af.Tokens["restricted"]))
+		c := dialGo(t, ctx, tokenURI, sluice.WithToken(af.Tokens["restricted"]))
 		listed(t, ctx, c, af.Table)
 		rdr, err := c.Changes(ctx, sluice.ChangeRequest{Table: af.Table})
 		if err != nil {
@@ -282,7 +286,7 @@ func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.
 	})
 	t.Run("basic handshake", func(t *testing.T) {
 		tok := handshake(t, ctx, tokenURI, af.User, af.Password)
-		c := dial(t, tokenURI, sluice.WithToken(tok))
+		c := dialGo(t, ctx, tokenURI, sluice.WithToken(tok))
 		if n := countRows(t, ctx, c, sluice.ChangeRequest{Table: af.Table}); n != af.Rows {
 			t.Fatalf("read %d rows, want %d", n, af.Rows)
 		}
@@ -299,7 +303,7 @@ func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.
 		wantCode(t, err, codes.Unauthenticated, "wrong user name or password")
 
 		// The Go client's own handshake.
-		gc := dial(t, tokenURI, sluice.WithBasicAuth(af.User, af.Password))
+		gc := dialGo(t, ctx, tokenURI, sluice.WithBasicAuth(af.User, af.Password))
 		if n := countRows(t, ctx, gc, sluice.ChangeRequest{Table: af.Table}); n != af.Rows {
 			t.Fatalf("WithBasicAuth: read %d rows, want %d", n, af.Rows)
 		}
@@ -311,7 +315,7 @@ func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.
 		// Tokens of the "short" server live 4s: a WithBasicAuth client
 		// handshakes again before each expires, and its calls, unary and
 		// streaming, go on being accepted.
-		c := dial(t, af.URIs["short"], sluice.WithBasicAuth(af.User, af.Password))
+		c := dialGo(t, ctx, af.URIs["short"], sluice.WithBasicAuth(af.User, af.Password))
 		deadline := time.Now().Add(7 * time.Second)
 		for calls := 0; time.Now().Before(deadline); calls++ {
 			if _, err := c.CommitSeq(ctx, af.Table); err != nil {
@@ -325,10 +329,23 @@ func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
+	t.Run("basic auth outlives a new server secret", func(t *testing.T) {
+		// A restart without a secret file draws a new secret, so the
+		// client's fresh token is refused: it handshakes again and the
+		// call goes through.
+		c := dialGo(t, ctx, af.URIs["short"], sluice.WithBasicAuth(af.User, af.Password))
+		if _, err := c.CommitSeq(ctx, af.Table); err != nil {
+			t.Fatal(err)
+		}
+		af.restartShort(t)
+		if _, err := c.CommitSeq(ctx, af.Table); err != nil {
+			t.Fatalf("a call after the server's secret changed: %v", err)
+		}
+	})
 	t.Run("expired token", func(t *testing.T) {
 		uri := af.URIs["short"]
 		tok := handshake(t, ctx, uri, af.User, af.Password)
-		c := dial(t, uri, sluice.WithToken(tok))
+		c := dialGo(t, ctx, uri, sluice.WithToken(tok))
 		if _, err := c.CommitSeq(ctx, af.Table); err != nil {
 			t.Fatalf("a fresh token: %v", err)
 		}
@@ -348,19 +365,19 @@ func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.
 	})
 	t.Run("tls", func(t *testing.T) {
 		uri := af.URIs["tls"]
-		c := dial(t, uri, sluice.WithToken(af.Tokens["analyst"]),
+		c := dialGo(t, ctx, uri, sluice.WithToken(af.Tokens["analyst"]),
 			sluice.WithTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
 		if n := countRows(t, ctx, c, sluice.ChangeRequest{Table: af.Table}); n != af.Rows {
 			t.Fatalf("read %d rows over TLS, want %d", n, af.Rows)
 		}
-		noToken := dial(t, uri, sluice.WithTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+		noToken := dialGo(t, ctx, uri, sluice.WithTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
 		_, err := noToken.ListTables(ctx)
 		wantCode(t, err, codes.Unauthenticated, "no credentials")
 		// The system's roots do not know the test CA; plaintext is not TLS.
-		untrusted := dial(t, uri, sluice.WithToken(af.Tokens["analyst"]))
+		untrusted := dialGo(t, ctx, uri, sluice.WithToken(af.Tokens["analyst"]))
 		_, err = untrusted.ListTables(ctx)
 		wantCode(t, err, codes.Unavailable, "certificate")
-		plain := dial(t, "grpc://"+strings.TrimPrefix(uri, "grpc+tls://"), sluice.WithToken(af.Tokens["analyst"]))
+		plain := dialGo(t, ctx, "grpc://"+strings.TrimPrefix(uri, "grpc+tls://"), sluice.WithToken(af.Tokens["analyst"]))
 		_, err = plain.ListTables(ctx)
 		wantCode(t, err, codes.Unavailable, "")
 	})
@@ -377,26 +394,26 @@ func goAuthChecks(t *testing.T, ctx context.Context, af authFixture, pool *x509.
 			}
 			return sluice.WithTLSConfig(cfg)
 		}
-		c := dial(t, uri, withCert(af.ClientCert, af.ClientKey))
+		c := dialGo(t, ctx, uri, withCert(af.ClientCert, af.ClientKey))
 		if n := countRows(t, ctx, c, sluice.ChangeRequest{Table: af.Table}); n != af.Rows {
 			t.Fatalf("read %d rows with a client certificate, want %d", n, af.Rows)
 		}
 		listed(t, ctx, c, af.Table)
 		everyCall(t, ctx, c, af.HRTable, codes.PermissionDenied, `principal "ingest"`)
 		// Signed by the CA but not among the known subjects.
-		stranger := dial(t, uri, withCert(af.Stranger[0], af.Stranger[1]))
+		stranger := dialGo(t, ctx, uri, withCert(af.Stranger[0], af.Stranger[1]))
 		everyCall(t, ctx, stranger, af.Table, codes.Unauthenticated, `unknown client certificate "CN=stranger"`)
 		// Another CA's certificate, and none at all: the TLS handshake fails.
-		rogue := dial(t, uri, withCert(af.Rogue[0], af.Rogue[1]))
+		rogue := dialGo(t, ctx, uri, withCert(af.Rogue[0], af.Rogue[1]))
 		_, err := rogue.ListTables(ctx)
 		wantCode(t, err, codes.Unavailable, "")
-		none := dial(t, uri, withCert("", ""))
+		none := dialGo(t, ctx, uri, withCert("", ""))
 		_, err = none.ListTables(ctx)
 		wantCode(t, err, codes.Unavailable, "")
 	})
 	t.Run("consumers belong to their principal", func(t *testing.T) {
-		analyst := dial(t, tokenURI, sluice.WithToken(af.Tokens["analyst"]))
-		alice := dial(t, tokenURI, sluice.WithBasicAuth(af.User, af.Password))
+		analyst := dialGo(t, ctx, tokenURI, sluice.WithToken(af.Tokens["analyst"]))
+		alice := dialGo(t, ctx, tokenURI, sluice.WithBasicAuth(af.User, af.Password))
 		seq, err := analyst.CommitSeq(ctx, af.Table)
 		if err != nil {
 			t.Fatal(err)

@@ -82,6 +82,15 @@ func (f *flightd) URI() string { return "grpc://" + f.Addr }
 // of the test, which must make it exit cleanly.
 func startFlightd(t *testing.T, args ...string) *flightd {
 	t.Helper()
+	f := launchFlightd(t, args...)
+	t.Cleanup(func() { f.stop(t) })
+	return f
+}
+
+// launchFlightd is startFlightd without the cleanup: the caller stops the
+// process (for a server that outlives the subtest that starts it).
+func launchFlightd(t *testing.T, args ...string) *flightd {
+	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
 	args = append([]string{"--listen", "127.0.0.1:0", "--ready-file", ready}, args...)
 	cmd := exec.Command(flightdBin, args...)
@@ -109,7 +118,6 @@ func startFlightd(t *testing.T, args ...string) *flightd {
 			t.Fatalf("flightd did not serve within a minute:\n%s", f.stderr)
 		}
 	}
-	t.Cleanup(func() { f.stop(t) })
 	return f
 }
 
