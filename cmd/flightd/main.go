@@ -1,6 +1,7 @@
 // Command flightd serves change feeds of lakehouse tables over Arrow Flight.
-// Run it with --help for its flags and subcommands; README.md describes its
-// configuration, docs/SECURITY.md its authentication.
+// Run it with --help for its flags and subcommands, and with --version for
+// its version; README.md describes its configuration, docs/SECURITY.md its
+// authentication.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/sluicefeed/sluice/internal/daemon"
+	"github.com/sluicefeed/sluice/internal/version"
 )
 
 func main() {
@@ -23,6 +25,10 @@ func main() {
 }
 
 func run(ctx context.Context) error {
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version") {
+		_, err := fmt.Println(version.String("flightd"))
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return daemon.Main(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr)
