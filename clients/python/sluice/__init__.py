@@ -9,6 +9,8 @@ Example::
         reader = client.changes("demo.orders", columns=["order_id", "amount"])
         for batch in reader:
             ...
+        # A DataFrame whose int64 ids stay exact (not floats):
+        df = sluice.to_pandas(client.changes("demo.orders", net_changes=True), flatten=True)
         for b in client.batches("demo.orders"):
             if b.snapshot_complete:
                 checkpoint = b.snapshot
@@ -24,7 +26,8 @@ name and whose ``message`` is the server's message.
 """
 
 from .client import DEFAULT_URI, ChangeBatch, Client, connect
-from .subscription import START_MODES, FollowBatch, Subscription
+from .frames import to_pandas
+from .subscription import DEFAULT_MAX_BACKOFF, START_MODES, FollowBatch, Subscription
 from .errors import (
     Cancelled,
     DeadlineExceeded,
@@ -47,6 +50,8 @@ __all__ = [
     "ChangeBatch",
     "Client",
     "connect",
+    "to_pandas",
+    "DEFAULT_MAX_BACKOFF",
     "FollowBatch",
     "Subscription",
     "START_MODES",

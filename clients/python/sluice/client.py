@@ -6,14 +6,18 @@ import json
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.flight as flight
 
 from .errors import PYARROW_ERRORS, FailedPrecondition, Internal, InvalidArgument, from_exception, translated
+from .frames import to_pandas
 from .request import change_request, encode
-from .subscription import FollowBatch, Subscription, stream_request
+from .subscription import DEFAULT_MAX_BACKOFF, FollowBatch, Subscription, stream_request
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
 
 __all__ = ["DEFAULT_URI", "ChangeBatch", "Client", "FollowBatch", "Subscription", "connect"]
 
@@ -117,6 +121,11 @@ class ChangeBatch:
     def num_rows(self) -> int:
         """The number of change rows in the batch."""
         return self.batch.num_rows
+
+    def to_pandas(self, *, flatten: bool = False) -> "pandas.DataFrame":
+        """Return the batch's rows as a DataFrame with exact values (int64
+        ids stay int64, nulls are ``<NA>``): see :func:`sluice.to_pandas`."""
+        return to_pandas(self.batch, flatten=flatten)
 
 
 class Client:
@@ -417,8 +426,9 @@ class Client:
 
         ``changes(...).read_all()``; arguments are those of
         :meth:`changes`. Use :meth:`changes` or :meth:`batches` for windows
-        that do not fit in memory; ``.to_pandas()`` on the result for a
-        DataFrame.
+        that do not fit in memory. For a DataFrame, use
+        :func:`sluice.to_pandas` on the result: the table's own
+        ``to_pandas()`` turns int64 ids under a null image into floats.
         """
         reader = self.changes(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
                               net_changes, from_timestamp_ms, to_timestamp_ms, compression)
@@ -532,7 +542,7 @@ class Client:
         follow: bool = True,
         heartbeats: bool = False,
         reconnect: bool = False,
-        max_backoff: float = 10.0,
+        max_backoff: float = DEFAULT_MAX_BACKOFF,
         compression: Optional[str] = None,
     ) -> Subscription:
         """Follow a table's change feed: an iterator of :class:`FollowBatch`.
@@ -564,9 +574,13 @@ class Client:
                 stream sends (``batch.heartbeat`` is true).
             reconnect: Open the stream again when it fails with
                 ``UNAVAILABLE`` (the server restarted or shut down; after a
-                backoff up to ``max_backoff`` seconds) or ends because the
-                table's schema changed (at once; later batches carry the new
-                schema), resuming where it stood (see :class:`Subscription`).
+                backoff from 0.2 s doubling up to ``max_backoff`` seconds) or
+                ends because the table's schema changed (at once; later
+                batches carry the new schema), resuming where it stood (see
+                :class:`Subscription`).
+            max_backoff: The longest wait between reconnects, in seconds.
+                Default :data:`sluice.DEFAULT_MAX_BACKOFF` (30, as the Go
+                client's and the server's own ``--max-backoff``).
 
         Raises:
             TypeError, InvalidArgument: bad arguments, before anything is

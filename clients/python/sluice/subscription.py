@@ -12,12 +12,24 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from .errors import FailedPrecondition, InvalidArgument, SluiceError, Unavailable, translated
+from .frames import to_pandas
 from .request import change_request, encode
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
     from .client import Client
 
-__all__ = ["START_MODES", "FollowBatch", "Subscription"]
+__all__ = ["DEFAULT_MAX_BACKOFF", "START_MODES", "FollowBatch", "Subscription"]
+
+#: The default longest wait, in seconds, between the reconnects of a
+#: subscription (``max_backoff`` of :meth:`Client.subscribe`): the wait
+#: starts at 0.2 s and doubles up to it. The same as the Go client's
+#: ``DefaultMaxBackoff`` and the server's ``--max-backoff``.
+DEFAULT_MAX_BACKOFF = 30.0
+
+# The first wait before a reconnect, in seconds.
+_FIRST_BACKOFF = 0.2
 
 #: The start modes of a stream (the ``start`` of :meth:`Client.subscribe`).
 START_MODES = ("latest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
@@ -123,6 +135,11 @@ class FollowBatch:
     def num_rows(self) -> int:
         """The number of change rows in the batch."""
         return self.batch.num_rows
+
+    def to_pandas(self, *, flatten: bool = False) -> "pandas.DataFrame":
+        """Return the batch's rows as a DataFrame with exact values (int64
+        ids stay int64, nulls are ``<NA>``): see :func:`sluice.to_pandas`."""
+        return to_pandas(self.batch, flatten=flatten)
 
     def ack(self) -> Dict[str, Any]:
         """Acknowledge this checkpoint: the consumer has processed every
@@ -241,7 +258,7 @@ class Subscription:
     def _batches(self) -> Iterator[FollowBatch]:
         from .client import _parse_metadata  # noqa: PLC0415 - avoid an import cycle
 
-        backoff = 0.2
+        backoff = _FIRST_BACKOFF
         while True:
             stream = self._stream
             schema_changed = False
@@ -255,7 +272,7 @@ class Subscription:
                             return
                         if self._closed:
                             return
-                        backoff = 0.2
+                        backoff = _FIRST_BACKOFF
                         meta = _parse_metadata(chunk.app_metadata)
                         self.last_metadata = meta
                         data = chunk.data

@@ -54,6 +54,32 @@ def change_batch(ids: List[int], snapshot: int) -> pa.RecordBatch:
     )
 
 
+# Ids a float64 cannot hold: above 2**53, and the largest int64.
+BIG_IDS = [2**53 + 1, 2**53 + 3, 2**63 - 1]
+
+
+def big_id_changes() -> pa.RecordBatch:
+    """Net changes of BIG_IDS as flightd sends them: an insert (before null),
+    an update and a delete (after null), the fields of a null image null
+    too, the way Arrow builders write them."""
+    def image(ids: List[Any], valid: List[bool]) -> pa.StructArray:
+        return pa.StructArray.from_arrays(
+            [pa.array(ids, pa.int64()), pa.array([None if i is None else f"n{i}" for i in ids])],
+            names=["id", "name"], mask=pa.array([not v for v in valid]))
+
+    a, b, c = BIG_IDS
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(["insert", "update", "delete"]),
+            image([None, b, c], [False, True, True]),
+            image([a, b, None], [True, True, False]),
+            pa.array([7, 7, 7], type=pa.int64()),
+            pa.array([1_700_000_000_000_007] * 3, type=pa.timestamp("us", tz="UTC")),
+        ],
+        schema=SCHEMA,
+    )
+
+
 def meta(snapshot: int, complete: bool, rows: int, **extra: Any) -> bytes:
     return json.dumps({"snapshot": snapshot, "commit_seq": snapshot, "snapshot_complete": complete,
                        "timestamp_ms": 1_700_000_000_000 + snapshot, "rows": rows, **extra}).encode()
@@ -97,6 +123,8 @@ class FakeSluice(flight.FlightServerBase):
             tickets = [b"bad-metadata"]
         elif req["table"] == "fail.midstream":
             tickets = [b"part1", b"fail"]
+        elif req["table"] == "big.ids":
+            tickets = [b"big-ids"]
         elif req["table"] == "other.schema":
             tickets = [b"part1", b"other-schema"]
         else:
@@ -116,7 +144,8 @@ class FakeSluice(flight.FlightServerBase):
         stream). Table follow.fullflaky streams the full state of snapshot
         1 in two batches, failing the first stream between them, then
         snapshot 2 (from_snapshot with start from-snapshot-full: the full
-        state of that snapshot)."""
+        state of that snapshot). Table follow.bigids streams
+        big_id_changes() as snapshot 7."""
         self.streams.append(req)
         if req["table"].startswith("error."):
             raise ERRORS[req["table"][len("error."):]]()
@@ -124,6 +153,9 @@ class FakeSluice(flight.FlightServerBase):
         after = int(req.get("from_snapshot", 0))
 
         def gen():
+            if req["table"] == "follow.bigids":
+                yield big_id_changes(), meta(7, True, 3)
+                return
             if req["table"] == "follow.fullflaky":
                 if req.get("start", "latest-full") == "latest-full" or (
                         req["start"] == "from-snapshot-full" and after == 1):
@@ -162,6 +194,8 @@ class FakeSluice(flight.FlightServerBase):
                 yield change_batch([9], 3), meta(3, False, 1)
                 raise flight.FlightUnavailableError("storage went away")
             return flight.GeneratorStream(SCHEMA, gen())
+        if t == b"big-ids":
+            return flight.GeneratorStream(SCHEMA, iter([(big_id_changes(), meta(7, True, 3))]))
         if t == b"bad-metadata":
             return flight.GeneratorStream(SCHEMA, iter([(change_batch([1], 1), b"not json")]))
         if t == b"other-schema":
