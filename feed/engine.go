@@ -158,6 +158,16 @@ func (e *Engine) Snapshots(ctx context.Context, name string) ([]Snapshot, error)
 	return Lineage(tbl.Metadata(), nil), nil
 }
 
+// History returns the retained lineage of the table's main branch, oldest
+// first, with what the metadata tells of its expired part.
+func (e *Engine) History(ctx context.Context, name string) (History, error) {
+	tbl, err := e.tables.LoadTable(ctx, name)
+	if err != nil {
+		return History{}, err
+	}
+	return historyOf(tbl.Metadata(), nil), nil
+}
+
 // ListTables describes every table for which allow returns true (all
 // tables when allow is nil).
 func (e *Engine) ListTables(ctx context.Context, allow func(name string) bool) ([]TableInfo, error) {

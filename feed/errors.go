@@ -29,6 +29,10 @@ var (
 	// of the engine cannot turn into exact row changes. The engine fails
 	// rather than skip a snapshot or emit wrong rows.
 	ErrUnsupported = errors.New("feed: unsupported")
+	// ErrInconsistentSnapshot reports a snapshot whose manifests disagree
+	// with its summary (the files it added or removed): the engine fails
+	// rather than emit a feed that does not add up.
+	ErrInconsistentSnapshot = errors.New("feed: snapshot manifests disagree with its summary")
 	// ErrUnreadable reports a manifest, data or delete file that exists but
 	// cannot be decoded: damaged, truncated, or not what its metadata says.
 	ErrUnreadable = errors.New("feed: unreadable table file")

@@ -84,6 +84,111 @@ func snapshotInfo(meta table.Metadata, s *table.Snapshot, position int64) Snapsh
 	return info
 }
 
+// History is the retained lineage of a table's branch head, oldest first,
+// with what the metadata tells of the part that has expired.
+//
+// Writers leave different traces of expiry: Java (Spark) and iceberg-go
+// keep the oldest retained snapshot's parent id, whose snapshot is gone;
+// pyiceberg 0.12 drops that parent id. So expiry is read from every trace:
+// a parent id the metadata no longer holds, a sequence number above the
+// first one (v2 and later: the first snapshot of a table has sequence
+// number 1, and no retained snapshot explains the gap), and the snapshot
+// log naming snapshots the metadata no longer holds.
+type History struct {
+	// Snapshots is the retained lineage, oldest first.
+	Snapshots []Snapshot
+	// Expired reports that snapshots before Snapshots[0] have expired: a
+	// window cannot start at the beginning of the history.
+	Expired bool
+	// expiredIDs are expired snapshots the metadata still names (the
+	// parent link, the snapshot log).
+	expiredIDs map[int64]bool
+}
+
+// historyOf returns the retained lineage of head (nil: the main branch's
+// current snapshot) and what is known of its expired part.
+func historyOf(meta table.Metadata, head *int64) History {
+	h := History{Snapshots: Lineage(meta, head), expiredIDs: map[int64]bool{}}
+	if len(h.Snapshots) == 0 {
+		return h
+	}
+	first := h.Snapshots[0]
+	if first.ParentID != nil {
+		// Lineage stops at a parent the metadata does not hold.
+		h.Expired = true
+		h.expiredIDs[*first.ParentID] = true
+	}
+	for entry := range meta.SnapshotLogs() {
+		if meta.SnapshotByID(entry.SnapshotID) == nil {
+			h.expiredIDs[entry.SnapshotID] = true
+			if entry.TimestampMs <= first.TimestampMs {
+				h.Expired = true
+			}
+		}
+	}
+	if meta.Version() >= 2 && first.SequenceNumber > 1 {
+		// The first snapshot of a table has sequence number 1. A gap below
+		// the oldest retained one is expired history, unless a retained
+		// snapshot off this lineage (another branch, a replaced table's
+		// history) holds the lower numbers.
+		explained := false
+		for _, s := range meta.Snapshots() {
+			if s.SequenceNumber < first.SequenceNumber {
+				explained = true
+				break
+			}
+		}
+		if !explained {
+			h.Expired = true
+		}
+	}
+	return h
+}
+
+// EarliestStart returns the earliest snapshot a window or stream can start
+// right after, when the history has expired: the oldest retained
+// snapshot's parent when its id is known (its changes can then be read
+// from the oldest retained snapshot on), else the oldest retained snapshot
+// itself. ok is false when the history has not expired: a window may then
+// start at the beginning of the history.
+func (h History) EarliestStart() (id int64, ok bool) {
+	if !h.Expired || len(h.Snapshots) == 0 {
+		return 0, false
+	}
+	if p := h.Snapshots[0].ParentID; p != nil {
+		return *p, true
+	}
+	return h.Snapshots[0].ID, true
+}
+
+// Startable reports whether a window or stream can start right after
+// snapshot id: it is on the retained lineage, or it is the earliest start.
+func (h History) Startable(id int64) bool {
+	if slices.ContainsFunc(h.Snapshots, func(s Snapshot) bool { return s.ID == id }) {
+		return true
+	}
+	e, ok := h.EarliestStart()
+	return ok && e == id
+}
+
+// KnownExpired reports whether id names a snapshot that the metadata says
+// existed and has expired.
+func (h History) KnownExpired(id int64) bool { return h.expiredIDs[id] }
+
+// EarliestHint is a parenthesized hint for messages (with a leading space):
+// the earliest snapshot a window can start from, or the table's first
+// snapshot; "" for an empty history.
+func (h History) EarliestHint() string {
+	if len(h.Snapshots) == 0 {
+		return ""
+	}
+	if e, ok := h.EarliestStart(); ok {
+		return fmt.Sprintf(" (the history before snapshot %d has expired; the earliest snapshot a window can start "+
+			"from is %d)", h.Snapshots[0].ID, e)
+	}
+	return fmt.Sprintf(" (its first snapshot is %d)", h.Snapshots[0].ID)
+}
+
 // NoSnapshot, as a window's end, names the empty state of a table before its
 // first snapshot (Iceberg's "no current snapshot" id).
 const NoSnapshot int64 = -1
@@ -101,7 +206,7 @@ type window struct {
 // resolveWindow resolves and validates the request's window against the
 // table's metadata.
 func resolveWindow(name string, meta table.Metadata, req Request) (window, error) {
-	main := Lineage(meta, nil)
+	main := historyOf(meta, nil)
 
 	// The end of the window.
 	var head *int64
@@ -110,33 +215,43 @@ func resolveWindow(name string, meta table.Metadata, req Request) (window, error
 		// The empty state before the first snapshot.
 	case req.ToSnapshot != nil:
 		if meta.SnapshotByID(*req.ToSnapshot) == nil {
+			if main.KnownExpired(*req.ToSnapshot) {
+				return window{}, fmt.Errorf("%w: to_snapshot %d of table %s has expired%s",
+					ErrResyncRequired, *req.ToSnapshot, name, main.EarliestHint())
+			}
 			return window{}, fmt.Errorf("%w: to_snapshot %d is not a snapshot of table %s%s",
-				ErrSnapshotNotFound, *req.ToSnapshot, name, earliestHint(main))
+				ErrSnapshotNotFound, *req.ToSnapshot, name, main.EarliestHint())
 		}
 		head = req.ToSnapshot
 	case req.ToTimestampMs != nil:
 		// As Iceberg's changelog view: the last ancestor of the current
 		// snapshot committed at or before the time; before the first
 		// snapshot, the window is empty.
-		if s := lastAtOrBefore(main, *req.ToTimestampMs); s != nil {
+		if s := lastAtOrBefore(main.Snapshots, *req.ToTimestampMs); s != nil {
 			head = &s.ID
-		} else if len(main) > 0 && main[0].ParentID != nil {
+		} else if main.Expired {
 			return window{}, fmt.Errorf("%w: to_timestamp_ms %d is before the retained history of table %s%s",
-				ErrResyncRequired, *req.ToTimestampMs, name, earliestHint(main))
+				ErrResyncRequired, *req.ToTimestampMs, name, main.EarliestHint())
 		}
-	case len(main) > 0:
-		head = &main[len(main)-1].ID
+	case len(main.Snapshots) > 0:
+		head = &main.Snapshots[len(main.Snapshots)-1].ID
 	}
 	if head == nil {
-		// A table without snapshots: the window is empty unless it names a
-		// start, which cannot exist.
+		// A table without snapshots, or a window ending before the first
+		// one: the window is empty unless it names a start, which cannot
+		// exist.
 		if req.FromSnapshot != nil {
-			return window{}, fmt.Errorf("%w: from_snapshot %d: table %s has no snapshots",
-				ErrSnapshotNotFound, *req.FromSnapshot, name)
+			if len(main.Snapshots) == 0 {
+				return window{}, fmt.Errorf("%w: from_snapshot %d: table %s has no snapshots",
+					ErrSnapshotNotFound, *req.FromSnapshot, name)
+			}
+			return window{}, fmt.Errorf("%w: from_snapshot %d is after the window's end (the empty state before "+
+				"the first snapshot of table %s): swap them", ErrNotAncestor, *req.FromSnapshot, name)
 		}
 		return window{}, nil
 	}
-	lineage := Lineage(meta, head)
+	hist := historyOf(meta, head)
+	lineage := hist.Snapshots
 	w := window{to: &lineage[len(lineage)-1]}
 
 	// The start of the window.
@@ -153,21 +268,29 @@ func resolveWindow(name string, meta table.Metadata, req Request) (window, error
 			// retained ancestor: Iceberg accepts it as an exclusive start.
 			w.snapshots = lineage
 		case meta.SnapshotByID(from) != nil:
+			if slices.ContainsFunc(historyOf(meta, &from).Snapshots, func(s Snapshot) bool { return s.ID == w.to.ID }) {
+				return window{}, fmt.Errorf("%w: from_snapshot %d comes after to_snapshot %d on the lineage of "+
+					"table %s: swap them", ErrNotAncestor, from, w.to.ID, name)
+			}
 			return window{}, fmt.Errorf("%w: from_snapshot %d is not an ancestor of snapshot %d in table %s",
 				ErrNotAncestor, from, w.to.ID, name)
+		case hist.Expired || main.KnownExpired(from):
+			// Most likely one of the expired snapshots: the writer may have
+			// dropped every trace of its id.
+			return window{}, fmt.Errorf("%w: from_snapshot %d is not among the retained snapshots of table %s%s",
+				ErrResyncRequired, from, name, hist.EarliestHint())
 		default:
 			return window{}, fmt.Errorf("%w: from_snapshot %d is not a snapshot of table %s%s",
-				ErrSnapshotNotFound, from, name, earliestHint(lineage))
+				ErrSnapshotNotFound, from, name, hist.EarliestHint())
 		}
 	case req.FromTimestampMs != nil:
 		i := slices.IndexFunc(lineage, func(s Snapshot) bool { return s.TimestampMs > *req.FromTimestampMs })
 		if i < 0 {
 			i = len(lineage)
 		}
-		if i == 0 && lineage[0].ParentID != nil {
-			return window{}, fmt.Errorf("%w: from_timestamp_ms %d is before the retained history of table %s; "+
-				"the earliest snapshot a window can start from is %d",
-				ErrResyncRequired, *req.FromTimestampMs, name, *lineage[0].ParentID)
+		if i == 0 && hist.Expired {
+			return window{}, fmt.Errorf("%w: from_timestamp_ms %d is before the retained history of table %s%s",
+				ErrResyncRequired, *req.FromTimestampMs, name, hist.EarliestHint())
 		}
 		if i > 0 {
 			from := lineage[i-1].ID
@@ -175,12 +298,17 @@ func resolveWindow(name string, meta table.Metadata, req Request) (window, error
 		}
 		w.snapshots = lineage[i:]
 	default:
-		if lineage[0].ParentID != nil {
+		if hist.Expired {
 			return window{}, fmt.Errorf("%w: the history of table %s before snapshot %d has expired, so it cannot be "+
-				"read from its start; the earliest snapshot a window can start from is %d",
-				ErrResyncRequired, name, lineage[0].ID, *lineage[0].ParentID)
+				"read from its start%s", ErrResyncRequired, name, lineage[0].ID, hist.EarliestHint())
 		}
 		w.snapshots = lineage
+	}
+	if len(w.snapshots) > 0 && w.snapshots[0].ParentID == nil && hist.Expired {
+		// The oldest retained snapshot lost its parent link: its own
+		// changes cannot be computed.
+		return window{}, fmt.Errorf("%w: the window of table %s starts before snapshot %d, whose parent has expired%s",
+			ErrResyncRequired, name, w.snapshots[0].ID, hist.EarliestHint())
 	}
 	return w, nil
 }
@@ -195,15 +323,4 @@ func lastAtOrBefore(lineage []Snapshot, ts int64) *Snapshot {
 		}
 	}
 	return out
-}
-
-func earliestHint(lineage []Snapshot) string {
-	if len(lineage) == 0 {
-		return ""
-	}
-	first := lineage[0]
-	if first.ParentID != nil {
-		return fmt.Sprintf(" (the earliest snapshot a window can start from is %d)", *first.ParentID)
-	}
-	return fmt.Sprintf(" (its first snapshot is %d)", first.ID)
 }

@@ -50,7 +50,7 @@ func (r Request) Validate() error {
 		return fmt.Errorf("%w: give to_snapshot or to_timestamp_ms, not both", ErrInvalidRequest)
 	}
 	if r.FromTimestampMs != nil && r.ToTimestampMs != nil && *r.FromTimestampMs > *r.ToTimestampMs {
-		return fmt.Errorf("%w: from_timestamp_ms %d is after to_timestamp_ms %d",
+		return fmt.Errorf("%w: from_timestamp_ms %d is after to_timestamp_ms %d: swap them",
 			ErrInvalidRequest, *r.FromTimestampMs, *r.ToTimestampMs)
 	}
 	if err := checkNames("columns", r.Columns); err != nil {

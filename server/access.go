@@ -108,6 +108,13 @@ func (g *guard) Snapshots(ctx context.Context, name string) ([]feed.Snapshot, er
 	return g.e.Snapshots(ctx, name)
 }
 
+func (g *guard) History(ctx context.Context, name string) (feed.History, error) {
+	if err := g.table(ctx, name); err != nil {
+		return feed.History{}, err
+	}
+	return g.e.History(ctx, name)
+}
+
 // ListTables lists the tables the caller may read (allow further narrows
 // them; nil: no further).
 func (g *guard) ListTables(ctx context.Context, allow func(string) bool) ([]feed.TableInfo, error) {

@@ -47,7 +47,8 @@ func (c consumerInfo) proto() *sluicev1.ConsumerProgress {
 }
 
 // withLag describes a checkpoint against the table's current lineage.
-func withLag(cp progress.Checkpoint, lineage []feed.Snapshot) consumerInfo {
+func withLag(cp progress.Checkpoint, hist feed.History) consumerInfo {
+	lineage := hist.Snapshots
 	out := consumerInfo{Consumer: cp.Consumer, Table: cp.Table, Snapshot: cp.Snapshot, CommitSeq: cp.CommitSeq,
 		TimestampMs: cp.TimestampMs, AckedAtMs: cp.AckedAt.UnixMilli(), Owner: cp.Owner}
 	if len(lineage) == 0 {
@@ -63,7 +64,7 @@ func withLag(cp progress.Checkpoint, lineage []feed.Snapshot) consumerInfo {
 	// Off the retained lineage: the commit sequence still tells how far
 	// behind the consumer is.
 	out.LagCommits = max(0, cur.CommitSeq-cp.CommitSeq)
-	out.Expired = !startable(lineage, cp.Snapshot)
+	out.Expired = !hist.Startable(cp.Snapshot)
 	return out
 }
 
@@ -83,21 +84,22 @@ func (s *Server) ack(ctx context.Context, consumer, table string, snapshot *int6
 	if snapshot == nil {
 		return consumerInfo{}, badRequestf("ack: snapshot is required")
 	}
-	lineage, err := s.engine.Snapshots(ctx, table)
+	hist, err := s.engine.History(ctx, table)
 	if err != nil {
 		return consumerInfo{}, err
 	}
+	lineage := hist.Snapshots
 	i := slices.IndexFunc(lineage, func(x feed.Snapshot) bool { return x.ID == *snapshot })
 	if i < 0 {
 		return consumerInfo{}, badRequestf("ack: snapshot %d is not on the lineage of table %s%s", *snapshot, table,
-			earliestStart(lineage))
+			earliestStart(hist))
 	}
 	cp := progress.Checkpoint{Table: table, Consumer: consumer, Snapshot: *snapshot, CommitSeq: lineage[i].CommitSeq,
 		TimestampMs: lineage[i].TimestampMs, AckedAt: time.Now(), Owner: principalName(ctx)}
 	if err := store.Put(ctx, cp); err != nil {
 		return consumerInfo{}, err
 	}
-	return withLag(cp, lineage), nil
+	return withLag(cp, hist), nil
 }
 
 // consumerProgress returns a consumer's checkpoint on the table with its
@@ -113,7 +115,7 @@ func (s *Server) consumerProgress(ctx context.Context, consumer, table string) (
 	if err := requireTable(table); err != nil {
 		return consumerInfo{}, err
 	}
-	lineage, err := s.engine.Snapshots(ctx, table)
+	hist, err := s.engine.History(ctx, table)
 	if err != nil {
 		return consumerInfo{}, err
 	}
@@ -121,7 +123,7 @@ func (s *Server) consumerProgress(ctx context.Context, consumer, table string) (
 	if err != nil {
 		return consumerInfo{}, err
 	}
-	return withLag(cp, lineage), nil
+	return withLag(cp, hist), nil
 }
 
 // listConsumers returns every consumer of the table with its lag.
@@ -133,7 +135,7 @@ func (s *Server) listConsumers(ctx context.Context, table string) ([]consumerInf
 	if err := requireTable(table); err != nil {
 		return nil, err
 	}
-	lineage, err := s.engine.Snapshots(ctx, table)
+	hist, err := s.engine.History(ctx, table)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +145,7 @@ func (s *Server) listConsumers(ctx context.Context, table string) ([]consumerInf
 	}
 	out := make([]consumerInfo, 0, len(cps))
 	for _, cp := range cps {
-		out = append(out, withLag(cp, lineage))
+		out = append(out, withLag(cp, hist))
 	}
 	return out, nil
 }

@@ -99,16 +99,16 @@ func (f *follower) run(ctx context.Context) error {
 	notBefore := pos.notBefore
 	delay := s.follow.PollInterval
 	for {
-		var lineage []feed.Snapshot
+		var hist feed.History
 		err := f.retry(ctx, func() error {
 			var err error
-			lineage, err = s.engine.Snapshots(ctx, f.sr.window.Table)
+			hist, err = s.engine.History(ctx, f.sr.window.Table)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		next, err := f.pending(lineage)
+		next, err := f.pending(hist)
 		if err != nil {
 			return err
 		}
@@ -146,12 +146,13 @@ func (f *follower) run(ctx context.Context) error {
 }
 
 // pending returns the snapshots of the lineage after the cursor.
-func (f *follower) pending(lineage []feed.Snapshot) ([]feed.Snapshot, error) {
+func (f *follower) pending(hist feed.History) ([]feed.Snapshot, error) {
 	table := f.sr.window.Table
+	lineage := hist.Snapshots
 	if f.cursor == nil {
-		if len(lineage) > 0 && lineage[0].ParentID != nil {
+		if hist.Expired {
 			return nil, fmt.Errorf("%w: the history of table %s before snapshot %d has expired, so it cannot be "+
-				"streamed from its start%s", feed.ErrResyncRequired, table, lineage[0].ID, earliestStart(lineage))
+				"streamed from its start%s", feed.ErrResyncRequired, table, lineage[0].ID, earliestStart(hist))
 		}
 		return lineage, nil
 	}
@@ -162,7 +163,7 @@ func (f *follower) pending(lineage []feed.Snapshot) ([]feed.Snapshot, error) {
 		return lineage, nil
 	}
 	return nil, fmt.Errorf("%w: snapshot %d, where the stream stands, is no longer on the lineage of table %s "+
-		"(it expired, or the history was rewritten)%s", feed.ErrResyncRequired, *f.cursor, table, earliestStart(lineage))
+		"(it expired, or the history was rewritten)%s", feed.ErrResyncRequired, *f.cursor, table, earliestStart(hist))
 }
 
 // advance moves the cursor past a snapshot.

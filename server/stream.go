@@ -161,20 +161,21 @@ func (s *Server) requireProgress() (ProgressStore, error) {
 // resolveStart decides where a stream starts: an explicit from_snapshot or
 // from_timestamp_ms, else the consumer's progress, else the start mode.
 func (s *Server) resolveStart(ctx context.Context, sr streamRequest) (position, error) {
-	pos, lineage, err := s.startPosition(ctx, sr)
+	pos, hist, err := s.startPosition(ctx, sr)
 	if err != nil {
 		return position{}, err
 	}
-	pos.at = describe(lineage, pos.from)
+	pos.at = describe(hist.Snapshots, pos.from)
 	return pos, nil
 }
 
-func (s *Server) startPosition(ctx context.Context, sr streamRequest) (position, []feed.Snapshot, error) {
+func (s *Server) startPosition(ctx context.Context, sr streamRequest) (position, feed.History, error) {
 	table := sr.window.Table
-	lineage, err := s.engine.Snapshots(ctx, table)
+	hist, err := s.engine.History(ctx, table)
 	if err != nil {
-		return position{}, nil, err
+		return position{}, hist, err
 	}
+	lineage := hist.Snapshots
 	pos := position{}
 	if n := len(lineage); n > 0 {
 		pos.current = &lineage[n-1]
@@ -188,23 +189,23 @@ func (s *Server) startPosition(ctx context.Context, sr streamRequest) (position,
 	case sr.from == nil && sr.consumer != "":
 		store, err := s.requireProgress()
 		if err != nil {
-			return position{}, nil, err
+			return position{}, hist, err
 		}
 		cp, err := store.Get(ctx, table, sr.consumer)
 		switch {
 		case err == nil:
-			if !startable(lineage, cp.Snapshot) {
-				return position{}, nil, fmt.Errorf("%w: consumer %q acknowledged snapshot %d (commit_seq %d) of table %s, "+
+			if !hist.Startable(cp.Snapshot) {
+				return position{}, hist, fmt.Errorf("%w: consumer %q acknowledged snapshot %d (commit_seq %d) of table %s, "+
 					"which is no longer on the table's retained lineage (it expired, or the history was rewritten)%s; "+
 					"reset the consumer (reset_consumer) and start again", feed.ErrResyncRequired, sr.consumer,
-					cp.Snapshot, cp.CommitSeq, table, earliestStart(lineage))
+					cp.Snapshot, cp.CommitSeq, table, earliestStart(hist))
 			}
 			from := cp.Snapshot
 			pos.from, pos.how = &from, "consumer progress"
-			return pos, lineage, nil
+			return pos, hist, nil
 		case errors.Is(err, progress.ErrNotFound):
 		default:
-			return position{}, nil, err
+			return position{}, hist, err
 		}
 	}
 	if mode == "" {
@@ -222,14 +223,14 @@ func (s *Server) startPosition(ctx context.Context, sr streamRequest) (position,
 			pos.from = &pos.current.ID
 		}
 	case StartFromSnapshot:
-		if !startable(lineage, *sr.from) {
-			return position{}, nil, s.badStart(ctx, sr, lineage, *sr.from, "")
+		if !hist.Startable(*sr.from) {
+			return position{}, hist, s.badStart(ctx, sr, hist, *sr.from, "")
 		}
 		pos.from = sr.from
 	case StartFromSnapshotFull:
 		i := slices.IndexFunc(lineage, func(x feed.Snapshot) bool { return x.ID == *sr.from })
 		if i < 0 {
-			return position{}, nil, s.badStart(ctx, sr, lineage, *sr.from, "its full state ")
+			return position{}, hist, s.badStart(ctx, sr, hist, *sr.from, "its full state ")
 		}
 		pos.state, pos.from = &lineage[i], sr.from
 	case StartFromTimestamp:
@@ -238,10 +239,10 @@ func (s *Server) startPosition(ctx context.Context, sr streamRequest) (position,
 		switch {
 		case len(lineage) == 0:
 			pos.notBefore = &ts
-		case i == 0 && lineage[0].ParentID != nil:
-			return position{}, nil, fmt.Errorf("%w: from_timestamp_ms %d: the first retained snapshot of table %s (%d) "+
+		case i == 0 && hist.Expired:
+			return position{}, hist, fmt.Errorf("%w: from_timestamp_ms %d: the first retained snapshot of table %s (%d) "+
 				"was committed at %d, at or after that time, and the history before it has expired%s",
-				feed.ErrResyncRequired, ts, table, lineage[0].ID, lineage[0].TimestampMs, earliestStart(lineage))
+				feed.ErrResyncRequired, ts, table, lineage[0].ID, lineage[0].TimestampMs, earliestStart(hist))
 		case i == 0:
 			// The whole history: from its start.
 		case i > 0:
@@ -252,30 +253,19 @@ func (s *Server) startPosition(ctx context.Context, sr streamRequest) (position,
 			pos.from, pos.notBefore = &lineage[len(lineage)-1].ID, &ts
 		}
 	}
-	return pos, lineage, nil
-}
-
-// startable reports whether a stream can start right after snapshot id:
-// it is on the lineage, or it is the (expired) parent of the oldest
-// retained snapshot.
-func startable(lineage []feed.Snapshot, id int64) bool {
-	if slices.ContainsFunc(lineage, func(x feed.Snapshot) bool { return x.ID == id }) {
-		return true
-	}
-	return len(lineage) > 0 && lineage[0].ParentID != nil && *lineage[0].ParentID == id
+	return pos, hist, nil
 }
 
 // earliestStart names the earliest snapshot a stream can start from, for
 // messages.
-func earliestStart(lineage []feed.Snapshot) string {
-	switch {
-	case len(lineage) == 0:
+func earliestStart(hist feed.History) string {
+	if len(hist.Snapshots) == 0 {
 		return ""
-	case lineage[0].ParentID != nil:
-		return fmt.Sprintf(" (the earliest snapshot a stream can start from is %d, or start latest-full)", *lineage[0].ParentID)
-	default:
-		return fmt.Sprintf(" (its first snapshot is %d)", lineage[0].ID)
 	}
+	if e, ok := hist.EarliestStart(); ok {
+		return fmt.Sprintf(" (the earliest snapshot a stream can start from is %d, or start latest-full)", e)
+	}
+	return fmt.Sprintf(" (its first snapshot is %d)", hist.Snapshots[0].ID)
 }
 
 // badStart explains why a stream cannot start from snapshot id: the
@@ -283,12 +273,13 @@ func earliestStart(lineage []feed.Snapshot) string {
 // id the table does not know is "resync required" when the table's history
 // has expired (the id is most likely an expired snapshot), else NotFound; a
 // known snapshot off the main lineage is InvalidArgument.
-func (s *Server) badStart(ctx context.Context, sr streamRequest, lineage []feed.Snapshot, id int64, what string) error {
+func (s *Server) badStart(ctx context.Context, sr streamRequest, hist feed.History, id int64, what string) error {
 	table := sr.window.Table
-	expired := len(lineage) > 0 && lineage[0].ParentID != nil
-	if expired && *lineage[0].ParentID == id {
+	lineage := hist.Snapshots
+	expired := hist.Expired
+	if (expired && lineage[0].ParentID != nil && *lineage[0].ParentID == id) || hist.KnownExpired(id) {
 		return fmt.Errorf("%w: snapshot %d of table %s has expired, so %scannot be read%s",
-			feed.ErrResyncRequired, id, table, what, earliestStart(lineage))
+			feed.ErrResyncRequired, id, table, what, earliestStart(hist))
 	}
 	w := sr.window
 	w.FromSnapshot = &id
@@ -296,9 +287,9 @@ func (s *Server) badStart(ctx context.Context, sr streamRequest, lineage []feed.
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w: snapshot %d is not on the main lineage of table %s", feed.ErrNotAncestor, id, table)
-	case errors.Is(err, feed.ErrSnapshotNotFound) && expired:
+	case errors.Is(err, feed.ErrResyncRequired), errors.Is(err, feed.ErrSnapshotNotFound) && expired:
 		return fmt.Errorf("%w: snapshot %d is not among the retained snapshots of table %s, whose history before "+
-			"snapshot %d has expired%s", feed.ErrResyncRequired, id, table, lineage[0].ID, earliestStart(lineage))
+			"snapshot %d has expired%s", feed.ErrResyncRequired, id, table, lineage[0].ID, earliestStart(hist))
 	default:
 		return err
 	}
