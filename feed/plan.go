@@ -112,8 +112,10 @@ type SnapshotPlan struct {
 	// tasks are the added data files of an append snapshot.
 	tasks []table.FileScanTask
 	// diffs are the data files whose live rows the snapshot changed, for
-	// the other strategies; rewrites is true when the snapshot removed data
-	// files and added some, so that carry-over rows must cancel.
+	// the other strategies; rewrites is true when the snapshot may both
+	// delete rows and insert rows (copy-on-write carry-over, and a
+	// merge-on-read statement that deletes a row and writes it again
+	// unchanged), so that rows re-written unchanged must cancel.
 	diffs    []fileDiff
 	rewrites bool
 }

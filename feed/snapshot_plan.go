@@ -139,7 +139,13 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 			RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
 		out.BytesRead += df.FileSizeBytes()
 	}
-	out.rewrites = len(own.removedData) > 0 && len(own.addedData) > 0
+	// A row deleted and inserted again unchanged within one snapshot is no
+	// change, whatever the write mode: carry-over rows of a copy-on-write
+	// rewrite, and the position delete (or deletion vector, or equality
+	// delete) plus identical insert of a merge-on-read `UPDATE t SET c = c`.
+	// Rows are inserted by added data files, or brought back by a delete
+	// file the snapshot removed.
+	out.rewrites = len(own.addedData) > 0 || len(own.removedDeletes) > 0
 	out.Strategy = strategyOf(own)
 	return out, ctx.Err()
 }
@@ -266,13 +272,13 @@ func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
 			if err != nil {
 				return own, readError(sp.name, s.ID, "manifest "+m.FilePath(), err)
 			}
-			if entry.SnapshotID() != s.ID {
-				continue
-			}
 			df := entry.DataFile()
 			data := df.ContentType() == iceberg.EntryContentData
 			switch entry.Status() {
 			case iceberg.EntryStatusADDED:
+				if entry.SnapshotID() != s.ID {
+					continue
+				}
 				if data {
 					own.addedData = append(own.addedData, df)
 					if seq := entry.SequenceNum(); seq >= 0 {
@@ -282,6 +288,11 @@ func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
 					own.addedDeletes = append(own.addedDeletes, df)
 				}
 			case iceberg.EntryStatusDELETED:
+				// A DELETED entry in a manifest this snapshot wrote is its
+				// removal whatever snapshot id the entry carries: pyiceberg
+				// before 0.12 wrote the id of the snapshot that had added
+				// the file (apache/iceberg-python#3236), and Java's manifest
+				// merge keeps only the snapshot's own DELETED entries.
 				if data {
 					own.removedData = append(own.removedData, df)
 				} else {
@@ -290,7 +301,42 @@ func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
 			}
 		}
 	}
+	if err := checkSummary(sp.name, s, own); err != nil {
+		return own, err
+	}
 	return own, nil
+}
+
+// checkSummary cross-checks the files a snapshot's manifests say it added
+// and removed against the counts of its summary, where the writer recorded
+// them: a feed computed from entries that do not add up would be silently
+// wrong.
+func checkSummary(name string, s Snapshot, own ownChanges) error {
+	counts := []struct {
+		key  string
+		have int
+	}{
+		{"added-data-files", len(own.addedData)},
+		{"deleted-data-files", len(own.removedData)},
+		{"added-delete-files", len(own.addedDeletes)},
+		{"removed-delete-files", len(own.removedDeletes)},
+	}
+	for _, c := range counts {
+		v, ok := s.Summary[c.key]
+		if !ok {
+			continue
+		}
+		want, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%w: snapshot %d of table %s has the summary %s=%q, which is not a count",
+				ErrInconsistentSnapshot, s.ID, name, c.key, v)
+		}
+		if want != c.have {
+			return fmt.Errorf("%w: snapshot %d of table %s: its summary says %s=%d but its manifests hold %d such "+
+				"entries, so its changes cannot be computed exactly", ErrInconsistentSnapshot, s.ID, name, c.key, want, c.have)
+		}
+	}
+	return nil
 }
 
 // live returns the scan plan of a snapshot (empty for nil: the state

@@ -57,7 +57,7 @@ func codeOf(err error) codes.Code {
 		errors.Is(err, progress.ErrNotFound):
 		return codes.NotFound
 	case errors.Is(err, feed.ErrResyncRequired),
-		errors.Is(err, feed.ErrUnsupported),
+		errors.Is(err, feed.ErrUnsupported), errors.Is(err, feed.ErrInconsistentSnapshot),
 		errors.Is(err, feed.ErrUnreadable),
 		errors.Is(err, ErrSchemaChanged):
 		return codes.FailedPrecondition
