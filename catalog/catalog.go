@@ -53,7 +53,9 @@ type Catalog struct {
 // Open opens the catalog that cfg describes. For the embedded default (a
 // SQLite file at its default place in a local warehouse) it creates the
 // warehouse directory and the catalog file when they are absent; a catalog
-// file named explicitly must exist.
+// file named explicitly must exist, unless cfg.Create. Open is what a
+// writer calls; a server calls Preflight first, which refuses to create
+// anything by mistake.
 func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -77,7 +79,7 @@ func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 	case TypeREST:
 		ice, err = rest.NewCatalog(ctx, cfg.Name, cfg.URI, rest.WithAdditionalProps(props))
 	case TypeHadoop:
-		if dir, ok := cfg.localWarehouse(); ok {
+		if dir, ok := cfg.LocalWarehouse(); ok {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, fmt.Errorf("%w: create warehouse %s: %v", ErrInvalidConfig, dir, err)
 			}
@@ -105,7 +107,7 @@ func (c *Catalog) openSQL(ctx context.Context, props iceberg.Properties) (icecat
 		if !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w: catalog file %s: %v", ErrUnavailable, path, err)
 		}
-		if !isDefault {
+		if !isDefault && !c.cfg.Create {
 			return nil, fmt.Errorf("%w: catalog file %s does not exist", ErrInvalidConfig, path)
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -117,6 +119,11 @@ func (c *Catalog) openSQL(ctx context.Context, props iceberg.Properties) (icecat
 			return nil, fmt.Errorf("%w: create catalog file %s: %v", ErrInvalidConfig, path, err)
 		}
 		f.Close()
+	}
+	if dir, ok := c.cfg.LocalWarehouse(); ok && c.cfg.Create {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: create warehouse %s: %v", ErrInvalidConfig, dir, err)
+		}
 	}
 	c.file = path
 	c.props = maps.Clone(props)

@@ -46,6 +46,12 @@ type Config struct {
 	// Properties are passed to the iceberg-go catalog as they are (for
 	// example REST credentials or S3 settings).
 	Properties map[string]string `yaml:"properties"`
+	// Create allows what Preflight otherwise refuses: a local warehouse
+	// directory that does not exist, and the default catalog file created
+	// in a warehouse that already holds tables or other catalog files. Open
+	// then creates the warehouse directory and the catalog file. flightd's
+	// --create-catalog.
+	Create bool `yaml:"create"`
 }
 
 // WithDefaults returns c with every unset field set to its default.
@@ -98,9 +104,9 @@ func (c Config) warehouseURL() (string, error) {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String(), nil
 }
 
-// localWarehouse returns the warehouse directory when it is on the local
-// filesystem.
-func (c Config) localWarehouse() (string, bool) {
+// LocalWarehouse returns the warehouse directory, absolute, when it is on
+// the local filesystem.
+func (c Config) LocalWarehouse() (string, bool) {
 	w := c.Warehouse
 	if strings.HasPrefix(w, "file://") {
 		u, err := url.Parse(w)
@@ -123,7 +129,7 @@ func (c Config) localWarehouse() (string, bool) {
 // the default location inside the warehouse.
 func (c Config) sqliteFile() (path string, isDefault bool, err error) {
 	if c.URI == "" {
-		dir, ok := c.localWarehouse()
+		dir, ok := c.LocalWarehouse()
 		if !ok {
 			return "", false, fmt.Errorf("%w: the sql catalog on a remote warehouse needs an explicit URI", ErrInvalidConfig)
 		}
