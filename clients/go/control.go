@@ -2,7 +2,9 @@ package sluice
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"strconv"
 
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 )
@@ -127,6 +129,48 @@ type FilePlan struct {
 	RecordCount int64
 	// FileSizeBytes is the file's size.
 	FileSizeBytes int64
+}
+
+// The String methods print the types that hold optional snapshot ids the
+// way fmt prints a struct with %+v, but with the id in place of the
+// pointer's address, and <nil> when there is none.
+
+// String returns the position as
+// "{Table:demo.orders CommitSeq:7 Snapshot:3055729675574597004 TimestampMs:1767225600000}"
+// (Snapshot:<nil> for a table without snapshots).
+func (c CommitSeq) String() string {
+	return fmt.Sprintf("{Table:%s CommitSeq:%d Snapshot:%s TimestampMs:%d}", c.Table, c.CommitSeq,
+		optional(c.Snapshot), c.TimestampMs)
+}
+
+// String returns the table's description with its current snapshot id
+// (CurrentSnapshot:<nil> for a table without snapshots).
+func (t TableInfo) String() string {
+	return fmt.Sprintf("{Name:%s Format:%s FormatVersion:%d CurrentSnapshot:%s CommitSeq:%d}", t.Name, t.Format,
+		t.FormatVersion, optional(t.CurrentSnapshot), t.CommitSeq)
+}
+
+// String returns the snapshot's description with its parent's id
+// (Parent:<nil> for the first snapshot).
+func (s Snapshot) String() string {
+	return fmt.Sprintf("{ID:%d Parent:%s SequenceNumber:%d CommitSeq:%d TimestampMs:%d Operation:%s Summary:%v SchemaID:%d}",
+		s.ID, optional(s.Parent), s.SequenceNumber, s.CommitSeq, s.TimestampMs, s.Operation, s.Summary, s.SchemaID)
+}
+
+// String returns the plan with the ids of its window's ends (<nil> when
+// absent) and its snapshots' plans.
+func (p Plan) String() string {
+	return fmt.Sprintf("{Table:%s FromSnapshot:%s ToSnapshot:%s Columns:%v Identity:%v Snapshots:%+v FilesRead:%d "+
+		"FilesSkipped:%d BytesRead:%d RecordsRead:%d}", p.Table, optional(p.FromSnapshot), optional(p.ToSnapshot),
+		p.Columns, p.Identity, p.Snapshots, p.FilesRead, p.FilesSkipped, p.BytesRead, p.RecordsRead)
+}
+
+// optional formats an optional id: its value, or <nil>.
+func optional(p *int64) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return strconv.FormatInt(*p, 10)
 }
 
 // CommitSeq returns the table's current commit position. It is cheap:

@@ -22,7 +22,9 @@ var ErrProtocol = errors.New("sluice: protocol violation")
 // the context's error (errors.Is(err, context.Canceled) holds); when the
 // client rejected the server's response, it wraps ErrProtocol.
 type Error struct {
-	// Op is the client call that failed, such as "Changes" or "CommitSeq".
+	// Op is the client call that failed, such as "Changes", "Subscribe" or
+	// "CommitSeq"; a stream's failure is labelled by the call that opened
+	// it (ChangeReader.Err by "Changes", Subscription.Err by "Subscribe").
 	Op string
 	// Code is the gRPC code of the failure.
 	Code codes.Code

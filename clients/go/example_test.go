@@ -135,6 +135,17 @@ func ExampleClient_CommitSeq() {
 	}
 }
 
+// A CommitSeq prints its snapshot id, not the address of the optional
+// id: <nil> for a table without snapshots.
+func ExampleCommitSeq_String() {
+	snap := int64(3055729675574597004)
+	fmt.Println(sluice.CommitSeq{Table: "demo.orders", CommitSeq: 7, Snapshot: &snap, TimestampMs: 1767225600000})
+	fmt.Printf("%v\n", sluice.CommitSeq{Table: "demo.empty"})
+	// Output:
+	// {Table:demo.orders CommitSeq:7 Snapshot:3055729675574597004 TimestampMs:1767225600000}
+	// {Table:demo.empty CommitSeq:0 Snapshot:<nil> TimestampMs:0}
+}
+
 // This example shows how the server would read a window, without reading
 // it.
 func ExampleClient_Explain() {

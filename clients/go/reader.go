@@ -89,6 +89,7 @@ type ChangeBatch struct {
 // goroutine to end a Next blocked on the network. Release it when done,
 // also after an error.
 type ChangeReader struct {
+	op     string          // the call that made the reader, for its errors: Changes or Subscribe
 	ctx    context.Context // governs the streams of every endpoint
 	cancel context.CancelFunc
 	flight flight.Client
@@ -138,7 +139,8 @@ func (c *Client) Changes(ctx context.Context, req ChangeRequest) (*ChangeReader,
 	}
 
 	rctx, cancel := context.WithCancel(ctx)
-	r := &ChangeReader{ctx: rctx, cancel: cancel, flight: c.flight, mem: c.mem, schema: schema, tickets: tickets}
+	r := &ChangeReader{op: op, ctx: rctx, cancel: cancel, flight: c.flight, mem: c.mem, schema: schema,
+		tickets: tickets}
 	if len(r.tickets) > 0 {
 		// Open the first stream now, so that a ticket the server rejects
 		// fails the call rather than the first Next.
@@ -280,7 +282,7 @@ func (r *ChangeReader) open() error {
 	r.tickets = r.tickets[1:]
 	stream, err := r.flight.DoGet(r.ctx, &flight.Ticket{Ticket: ticket})
 	if err != nil {
-		return callError(r.ctx, "Changes", err)
+		return callError(r.ctx, r.op, err)
 	}
 	opts := []ipc.Option{ipc.WithAllocator(r.mem)}
 	if r.schema != nil {
@@ -288,7 +290,7 @@ func (r *ChangeReader) open() error {
 	}
 	rdr, err := flight.NewRecordReader(stream, opts...)
 	if err != nil {
-		return callError(r.ctx, "Changes", err)
+		return callError(r.ctx, r.op, err)
 	}
 	if r.schema == nil {
 		// A stream request: its schema is the one its first message says.
@@ -300,7 +302,7 @@ func (r *ChangeReader) open() error {
 
 // fail ends the read with err.
 func (r *ChangeReader) fail(err error) {
-	r.err = callError(r.ctx, "Changes", err)
+	r.err = callError(r.ctx, r.op, err)
 	r.done = true
 	if r.stream != nil {
 		r.stream.Release()

@@ -75,9 +75,18 @@ type SubscribeRequest struct {
 	// nothing had come yet. The batches of a snapshot that broke off come
 	// again from its first; Redelivered reports them.
 	Reconnect bool
-	// MaxBackoff bounds the wait between reconnects. Default 30s.
+	// MaxBackoff bounds the wait between reconnects. Default
+	// DefaultMaxBackoff.
 	MaxBackoff time.Duration
 }
+
+// DefaultMaxBackoff is the longest wait between the reconnects of a
+// Subscription whose request leaves MaxBackoff zero: the wait starts at
+// 200ms and doubles up to it, so a server back within a few seconds is
+// found within a few seconds, and only a long outage meets the cap. It is
+// also the default of the Python client's max_backoff and of the server's
+// --max-backoff (its own retries of a failing catalog).
+const DefaultMaxBackoff = 30 * time.Second
 
 // Subscription follows a table: batch after batch, it never ends by itself
 // unless the request says NoFollow. The server ends it with an error
@@ -114,10 +123,12 @@ const firstBackoff = 200 * time.Millisecond
 
 // Subscribe opens a stream that follows the table. Errors in the request
 // (an unknown table or column, a bad start) are returned here or by the
-// first Next; ctx governs the whole stream, reconnects included.
+// first Next; ctx governs the whole stream, reconnects included. Every
+// error of the subscription, from here or from Err and All, is an *Error
+// whose Op is "Subscribe".
 func (c *Client) Subscribe(ctx context.Context, req SubscribeRequest) (*Subscription, error) {
 	if req.MaxBackoff <= 0 {
-		req.MaxBackoff = 30 * time.Second
+		req.MaxBackoff = DefaultMaxBackoff
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{c: c, req: req, ctx: sctx, cancel: cancel, deliveredSeq: -1, redeliverUpto: -1,
@@ -152,7 +163,7 @@ func (s *Subscription) open() (*ChangeReader, error) {
 		return nil, invalidArgument(op, fmt.Sprintf("encode request: %v", err))
 	}
 	rctx, cancel := context.WithCancel(s.ctx)
-	r := &ChangeReader{ctx: rctx, cancel: cancel, flight: s.c.flight, mem: s.c.mem, tickets: [][]byte{ticket}}
+	r := &ChangeReader{op: op, ctx: rctx, cancel: cancel, flight: s.c.flight, mem: s.c.mem, tickets: [][]byte{ticket}}
 	if err := r.open(); err != nil {
 		r.Release()
 		return nil, err

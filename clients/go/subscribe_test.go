@@ -1,7 +1,9 @@
 package sluice_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,4 +160,72 @@ func TestReleaseWhileNextWaits(t *testing.T) {
 			t.Fatal("Next after Release")
 		}
 	}
+}
+
+// TestErrorsNameTheCall labels every error of a subscription by the call
+// the user made, Subscribe, whether it is refused as it opens or fails
+// later; a ChangeReader's stream errors keep the label Changes.
+func TestErrorsNameTheCall(t *testing.T) {
+	ctx := t.Context()
+	cat := newWarehouse(t)
+	createTable(t, cat, ordersTable, history)
+	srv := serve(t, cat)
+	c, _ := dial(t, srv.addr)
+	check := func(t *testing.T, err error, op string, code codes.Code) {
+		t.Helper()
+		var e *sluice.Error
+		if !errors.As(err, &e) || e.Op != op || e.Code != code || !strings.HasPrefix(err.Error(), "sluice: "+op+": ") {
+			t.Fatalf("got %v; want an *Error of %s with code %s", err, op, code)
+		}
+	}
+	refused := []struct {
+		name string
+		req  sluice.SubscribeRequest
+		code codes.Code
+	}{
+		{"unknown table", sluice.SubscribeRequest{Table: "shop.nope"}, codes.NotFound},
+		{"unknown column", sluice.SubscribeRequest{Table: ordersTable, Columns: []string{"nope"}}, codes.InvalidArgument},
+		{"bad start", sluice.SubscribeRequest{Table: ordersTable, Start: "earliest"}, codes.InvalidArgument},
+		{"bad compression", sluice.SubscribeRequest{Table: ordersTable, Compression: "gzip"}, codes.InvalidArgument},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			sub, err := c.Subscribe(ctx, tt.req)
+			if err == nil {
+				sub.Release()
+			}
+			check(t, err, "Subscribe", tt.code)
+		})
+	}
+	t.Run("a cancelled stream", func(t *testing.T) {
+		sctx, cancel := context.WithCancel(ctx)
+		sub, err := c.Subscribe(sctx, sluice.SubscribeRequest{Table: ordersTable, Start: sluice.StartLatest, Reconnect: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Release()
+		cancel()
+		if sub.Next() {
+			t.Fatal("Next after the context ended")
+		}
+		check(t, sub.Err(), "Subscribe", codes.Canceled)
+		var last error
+		for _, err := range sub.All() {
+			last = err
+		}
+		check(t, last, "Subscribe", codes.Canceled)
+	})
+	t.Run("a cancelled read of Changes", func(t *testing.T) {
+		rctx, cancel := context.WithCancel(ctx)
+		r, err := c.Changes(rctx, sluice.ChangeRequest{Table: ordersTable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Release()
+		cancel()
+		if r.Next() {
+			t.Fatal("Next after the context ended")
+		}
+		check(t, r.Err(), "Changes", codes.Canceled)
+	})
 }
