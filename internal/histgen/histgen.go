@@ -184,6 +184,20 @@ func generate(ctx context.Context, cat *catalog.Catalog, seed uint64, cfg Config
 			commit(fmt.Sprintf("equality delete %v", ids), func() (*table.Table, error) {
 				return tablewrite.EqualityDelete(ctx, g.Table, "id", keyRows(g.Table, ids), nil)
 			})
+		case op == 6 && r.IntN(2) == 0:
+			// An upsert that writes some live rows again unchanged (a
+			// merge-on-read `UPDATE t SET c = c`): no change for those.
+			ids := pickIDs(1 + r.IntN(5))
+			commit(fmt.Sprintf("upsert unchanged %v", ids), func() (*table.Table, error) {
+				rows, err := tablewrite.LiveRows(ctx, g.Table, "id", ids)
+				if err != nil || len(rows) == 0 {
+					return g.Table, err
+				}
+				if r.IntN(2) == 0 {
+					rows[0]["val"] = r.Int64N(1000) // one row changes, the others do not
+				}
+				return tablewrite.EqualityDelete(ctx, g.Table, "id", keyRows(g.Table, ids), rows)
+			})
 		case op == 6:
 			ids := pickIDs(1 + r.IntN(5))
 			rows := newRows(len(ids), ids)

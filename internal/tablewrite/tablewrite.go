@@ -143,6 +143,52 @@ func EqualityDelete(ctx context.Context, tbl *table.Table, keyCol string, keys, 
 	return tx.Commit(ctx)
 }
 
+// LiveRows returns the live rows of the table's current snapshot whose
+// column keyCol holds one of keys, keyed by column name with JSON values
+// (timestamps as microseconds), so that they can be written again.
+func LiveRows(ctx context.Context, tbl *table.Table, keyCol string, keys []int64) ([]Row, error) {
+	if tbl.CurrentSnapshot() == nil {
+		return nil, nil
+	}
+	// The whole table, filtered here: a scan's row filter is not relied on.
+	data, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer data.Release()
+	want := map[int64]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	var out []Row
+	rdr := array.NewTableReader(data, 0)
+	defer rdr.Release()
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		idx := rec.Schema().FieldIndices(keyCol)
+		if len(idx) != 1 {
+			return nil, fmt.Errorf("no column %q", keyCol)
+		}
+		ids, ok := rec.Column(idx[0]).(*array.Int64)
+		if !ok {
+			return nil, fmt.Errorf("column %q is not int64", keyCol)
+		}
+		for i := range int(rec.NumRows()) {
+			if ids.IsNull(i) || !want[ids.Value(i)] {
+				continue
+			}
+			row := Row{}
+			for c, f := range rec.Schema().Fields() {
+				if col := rec.Column(c); !col.IsNull(i) {
+					row[f.Name] = col.GetOneForMarshal(i)
+				}
+			}
+			out = append(out, row)
+		}
+	}
+	return out, rdr.Err()
+}
+
 // Compact rewrites the data files of each partition, with the deletes that
 // apply to them, into new files: a replace snapshot. A table with fewer
 // than two data files is returned as it is.
