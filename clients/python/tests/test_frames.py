@@ -1,7 +1,5 @@
 """sluice.to_pandas: change rows as DataFrames whose int64 ids stay exact."""
 
-import inspect
-
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -75,11 +73,3 @@ def test_other_types_are_refused():
     with pytest.raises(TypeError):
         sluice.to_pandas(pd.DataFrame({"id": [1]}))
 
-
-def test_max_backoff_defaults_to_that_of_the_go_client(client):
-    # Go: DefaultMaxBackoff = 30 * time.Second; the server's --max-backoff
-    # default is 30s too.
-    assert sluice.DEFAULT_MAX_BACKOFF == 30.0
-    assert inspect.signature(sluice.Client.subscribe).parameters["max_backoff"].default == sluice.DEFAULT_MAX_BACKOFF
-    with client.subscribe("follow.steady", reconnect=True) as sub:
-        assert sub._max_backoff == 30.0

@@ -1,5 +1,7 @@
 """subscribe(), acks and the consumer actions, against the fake server."""
 
+import inspect
+
 import pytest
 
 import sluice
@@ -109,3 +111,12 @@ def test_consumer_actions(client, server):
     with pytest.raises(TypeError):
         client.ack("c1", "a.b", "7")
     assert [c["commit_seq"] for c in client.watch_commits("a.b")] == [1, 2, 3]
+
+
+def test_max_backoff_defaults_to_that_of_the_go_client(client):
+    # Go: DefaultMaxBackoff = 30 * time.Second; the server's --max-backoff
+    # default is 30s too.
+    assert sluice.DEFAULT_MAX_BACKOFF == 30.0
+    assert inspect.signature(sluice.Client.subscribe).parameters["max_backoff"].default == sluice.DEFAULT_MAX_BACKOFF
+    with client.subscribe("follow.steady", reconnect=True) as sub:
+        assert sub._max_backoff == 30.0
