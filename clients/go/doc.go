@@ -24,7 +24,8 @@
 // snapshot when the server plans the read. The server pins the planned
 // window, so commits that land during a read never leak into it. The
 // request also carries the projection, a SQL filter, the identity columns
-// and the folding options; see the contract (SPEC.md §2 and §3).
+// and the folding options; see the wire protocol (docs/PROTOCOL.md,
+// sections 2 and 3).
 //
 // # Batches and memory
 //
@@ -50,7 +51,10 @@
 // changes as it lands. It never ends by itself; when the server restarts it
 // ends with codes.Unavailable, and a new Subscribe with the same consumer
 // resumes after the last ack (at-least-once: apply changes idempotently).
-// [Client.WatchCommits] yields only the commit positions.
+// With [SubscribeRequest.Reconnect] the Subscription does that itself,
+// waiting from 200ms doubling up to MaxBackoff ([DefaultMaxBackoff], 30s,
+// as in the Python client) between attempts. [Client.WatchCommits] yields
+// only the commit positions.
 //
 // # Control calls
 //

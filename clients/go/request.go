@@ -11,8 +11,8 @@ import (
 )
 
 // ChangeRequest asks for the row changes of one table over the snapshot
-// window (from, to]. The server validates it: see the contract (SPEC.md §3)
-// for the meaning of each field.
+// window (from, to]. The server validates it: see the wire protocol
+// (docs/PROTOCOL.md, section 2) for the meaning of each field.
 type ChangeRequest struct {
 	// Table is the table, as "namespace.table". Required.
 	Table string

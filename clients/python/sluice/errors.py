@@ -7,7 +7,8 @@ whose :attr:`~SluiceError.code` is the gRPC status code name (for example
 ``"NOT_FOUND"``) and whose :attr:`~SluiceError.message` is the server's
 message, without the decoration pyarrow adds around it.
 
-The subclasses follow the error table of the Sluice contract (SPEC.md §5)::
+The subclasses follow the error table of the wire protocol
+(docs/PROTOCOL.md, section 12)::
 
     try:
         reader = client.changes("demo.orders", from_snapshot=42)
