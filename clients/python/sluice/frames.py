@@ -11,7 +11,7 @@ and a null stays ``<NA>``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -22,10 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["to_pandas"]
 
-Changes = Union[pa.Table, pa.RecordBatch, pa.RecordBatchReader, Any]
-
-
-def to_pandas(data: Changes, *, flatten: bool = False) -> "pandas.DataFrame":
+def to_pandas(data: Any, *, flatten: bool = False) -> "pandas.DataFrame":
     """Return change rows as a ``pandas.DataFrame`` whose values are exact.
 
     Every column keeps its Arrow type as a ``pandas.ArrowDtype``
@@ -66,7 +63,7 @@ def to_pandas(data: Changes, *, flatten: bool = False) -> "pandas.DataFrame":
     return table.to_pandas(types_mapper=pd.ArrowDtype)
 
 
-def _as_table(data: Changes) -> pa.Table:
+def _as_table(data: Any) -> pa.Table:
     batch = getattr(data, "batch", None)
     if isinstance(batch, pa.RecordBatch):
         data = batch  # a ChangeBatch or a FollowBatch
