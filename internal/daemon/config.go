@@ -4,19 +4,12 @@
 package daemon
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
@@ -37,8 +30,19 @@ const (
 	DefaultProgressFile = "sluice-consumers.db"
 )
 
-// ErrConfig reports an invalid configuration.
-var ErrConfig = errors.New("flightd: invalid configuration")
+// ErrConfig reports an invalid configuration. The configuration errors of
+// the auth and catalog packages (auth.ErrInvalidConfig,
+// catalog.ErrInvalidConfig) are reported as ErrConfig too, their messages
+// as they are, so that each reads once.
+var ErrConfig = errors.New("invalid configuration")
+
+// configError is a configuration error whose message says it all (a flag
+// package error, or another package's configuration error): it is
+// ErrConfig without a second prefix.
+type configError struct{ err error }
+
+func (e configError) Error() string   { return e.err.Error() }
+func (e configError) Unwrap() []error { return []error{ErrConfig, e.err} }
 
 // Config is flightd's configuration. It is read, each source overriding the
 // one before, from the defaults, a YAML file (--config or SLUICE_CONFIG),
@@ -51,10 +55,12 @@ type Config struct {
 	// port 0 picks a free port (see ReadyFile).
 	Listen string `yaml:"listen"`
 	// Catalog selects the catalog (--catalog-type, --catalog-uri,
-	// --catalog-name, --warehouse).
+	// --catalog-name, --warehouse, --create-catalog). flightd checks it
+	// with catalog.Preflight before it opens it.
 	Catalog catalog.Config `yaml:"catalog"`
 	// Demo creates the demo table demo.orders when it is absent (--demo)
-	// and prints how to read it.
+	// and prints how to read it. It creates the warehouse directory when
+	// absent; an existing warehouse must hold a catalog, or be empty.
 	Demo bool `yaml:"demo"`
 	// ReadyFile, when set, receives the address being served once the
 	// server accepts connections (--ready-file): how scripts and tests wait
@@ -89,8 +95,15 @@ type Config struct {
 	Auth auth.Config `yaml:"auth"`
 	// MetricsListen, when set, serves Prometheus metrics on
 	// http://<addr>/metrics and a liveness check on /healthz
-	// (--metrics-listen). Default: off.
+	// (--metrics-listen). Default: off. An address that is not loopback
+	// needs AllowPublicMetrics.
 	MetricsListen string `yaml:"metrics_listen"`
+	// AllowPublicMetrics lets MetricsListen be an address that is not
+	// loopback (--allow-public-metrics), with a warning in the log: the
+	// metrics expose the table names, and pprof the process's command
+	// line, stacks and heap profiles, to anyone who reaches the address.
+	// Default false.
+	AllowPublicMetrics bool `yaml:"allow_public_metrics"`
 	// Reflection registers gRPC server reflection, for grpcurl
 	// (--reflection). Default false.
 	Reflection bool `yaml:"reflection"`
@@ -195,265 +208,135 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid setting.
+// Validate reports the first invalid setting, naming it by its flag.
 func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		return fmt.Errorf("%w: listen address %q: %v", ErrConfig, c.Listen, err)
+		return fmt.Errorf("%w: --listen %q: %v", ErrConfig, c.Listen, unwrapAddrError(err))
 	}
 	if err := c.Catalog.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", ErrConfig, err)
+		return configError{err}
 	}
 	if err := c.Auth.Validate(c.Listen); err != nil {
-		return fmt.Errorf("%w: %v", ErrConfig, err)
+		return configError{err}
 	}
-	if c.Pprof && c.MetricsListen == "" {
-		return fmt.Errorf("%w: pprof is served on the metrics address: set metrics_listen too", ErrConfig)
+	if err := c.validateMetrics(); err != nil {
+		return err
 	}
-	if c.MetricsListen != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
-			return fmt.Errorf("%w: metrics listen address %q: %v", ErrConfig, c.MetricsListen, err)
+	for _, n := range []struct {
+		flag  string
+		value float64
+	}{
+		{"--max-streams", float64(c.Limits.MaxStreams)},
+		{"--max-streams-per-principal", float64(c.Limits.MaxStreamsPerPrincipal)},
+		{"--calls-per-second", c.Limits.CallsPerSecond},
+		{"--stall-timeout", float64(c.Limits.StallTimeout)},
+		{"--keepalive-time", float64(c.Limits.KeepaliveTime)},
+		{"--shutdown-timeout", float64(c.ShutdownTimeout)},
+		{"--read-concurrency", float64(c.Engine.ReadConcurrency)},
+		{"--max-batch-rows", float64(c.Engine.MaxBatchRows)},
+		{"--max-batch-bytes", float64(c.Engine.MaxBatchBytes)},
+		{"--memory-limit-mib", float64(c.MemoryLimitMiB)},
+	} {
+		if n.value < 0 {
+			return fmt.Errorf("%w: %s must not be negative", ErrConfig, n.flag)
 		}
-	}
-	l := c.Limits
-	if l.MaxStreams < 0 || l.MaxStreamsPerPrincipal < 0 || l.CallsPerSecond < 0 || l.StallTimeout < 0 || l.KeepaliveTime < 0 {
-		return fmt.Errorf("%w: limits must not be negative", ErrConfig)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return fmt.Errorf("%w: log level %q (want debug, info, warn or error)", ErrConfig, c.LogLevel)
+		return fmt.Errorf("%w: --log-level %q (want debug, info, warn or error)", ErrConfig, c.LogLevel)
 	}
 	switch c.LogFormat {
 	case "text", "json":
 	default:
-		return fmt.Errorf("%w: log format %q (want text or json)", ErrConfig, c.LogFormat)
+		return fmt.Errorf("%w: --log-format %q (want text or json)", ErrConfig, c.LogFormat)
 	}
-	if c.GCPercent < -1 || c.MemoryLimitMiB < 0 {
-		return fmt.Errorf("%w: gc percent must be -1 (off) or more, the memory limit 0 (none) or more", ErrConfig)
+	if c.GCPercent < -1 {
+		return fmt.Errorf("%w: --gc-percent %d (want -1, off, or more)", ErrConfig, c.GCPercent)
 	}
-	if c.ShutdownTimeout < 0 {
-		return fmt.Errorf("%w: negative shutdown timeout", ErrConfig)
-	}
-	e := c.Engine
-	if e.ReadConcurrency < 0 || e.MaxBatchRows < 0 || e.MaxBatchBytes < 0 {
-		return fmt.Errorf("%w: engine settings must not be negative", ErrConfig)
-	}
-	if fc := c.Follow; fc.PollInterval <= 0 || fc.HeartbeatInterval <= 0 || fc.MaxBackoff <= 0 {
-		return fmt.Errorf("%w: poll interval, heartbeat interval and max backoff must be positive", ErrConfig)
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"--poll-interval", c.Follow.PollInterval},
+		{"--heartbeat-interval", c.Follow.HeartbeatInterval},
+		{"--max-backoff", c.Follow.MaxBackoff},
+	} {
+		if d.value <= 0 {
+			return fmt.Errorf("%w: %s %s: must be positive", ErrConfig, d.flag, d.value)
+		}
 	}
 	if c.Follow.MaxBackoff < c.Follow.PollInterval {
-		return fmt.Errorf("%w: max backoff %s is shorter than the poll interval %s", ErrConfig, c.Follow.MaxBackoff,
+		return fmt.Errorf("%w: --max-backoff %s is shorter than --poll-interval %s", ErrConfig, c.Follow.MaxBackoff,
 			c.Follow.PollInterval)
 	}
-	if e.MaxBatchBytes > feed.HardMaxBatchBytes {
-		return fmt.Errorf("%w: max batch bytes %d is above the limit of %d", ErrConfig, e.MaxBatchBytes,
+	if c.Engine.MaxBatchBytes > feed.HardMaxBatchBytes {
+		return fmt.Errorf("%w: --max-batch-bytes %d is above the limit of %d", ErrConfig, c.Engine.MaxBatchBytes,
 			feed.HardMaxBatchBytes)
 	}
 	return nil
 }
 
-// LoadConfig reads the configuration from the defaults, the YAML file, the
-// environment (a list of KEY=VALUE) and the command-line arguments, in that
-// order of precedence, and validates it. --help prints the flags to out and
-// returns flag.ErrHelp.
-func LoadConfig(args, environ []string, out io.Writer) (Config, error) {
-	cfg := DefaultConfig()
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "SLUICE_") {
-			env[k] = v
+// validateMetrics checks the metrics address: pprof needs one, and one that
+// is not loopback needs AllowPublicMetrics.
+func (c Config) validateMetrics() error {
+	if c.MetricsListen == "" {
+		if c.Pprof {
+			return fmt.Errorf("%w: --pprof serves the profiles on the metrics address: set --metrics-listen too", ErrConfig)
 		}
+		return nil
 	}
-
-	fs := flag.NewFlagSet("flightd", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprint(out, usage)
-		fs.PrintDefaults()
+	if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+		return fmt.Errorf("%w: --metrics-listen %q: %v", ErrConfig, c.MetricsListen, unwrapAddrError(err))
 	}
-	configFile := fs.String("config", "", "YAML configuration file (env SLUICE_CONFIG)")
-	// The flags are parsed twice: first to find the config file, then, after
-	// the file and the environment are applied, to override them.
-	bind := func(c *Config) {
-		fs.StringVar(&c.Listen, "listen", c.Listen, "address to serve on")
-		fs.StringVar(&c.Catalog.Warehouse, "warehouse", c.Catalog.Warehouse, "warehouse directory or URL")
-		fs.StringVar(&c.Catalog.Type, "catalog-type", c.Catalog.Type, "catalog type: sql, rest or hadoop")
-		fs.StringVar(&c.Catalog.URI, "catalog-uri", c.Catalog.URI,
-			"catalog location: for sql the SQLite file as file:///abs/path/catalog.db (default <warehouse>/catalog.db), for rest the server URL")
-		fs.StringVar(&c.Catalog.Name, "catalog-name", c.Catalog.Name, "catalog name (the name writers used)")
-		fs.BoolVar(&c.Demo, "demo", c.Demo, "create the demo table demo.orders when absent")
-		fs.StringVar(&c.ReadyFile, "ready-file", c.ReadyFile, "write the served address to this file once serving")
-		fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
-		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
-		fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a stop waits for running reads")
-		fs.IntVar(&c.Engine.ReadConcurrency, "read-concurrency", c.Engine.ReadConcurrency, "data files decoded ahead of a client (0: default)")
-		fs.IntVar(&c.Engine.MaxBatchRows, "max-batch-rows", c.Engine.MaxBatchRows, "rows per batch at most (0: default)")
-		fs.Int64Var(&c.Engine.MaxBatchBytes, "max-batch-bytes", c.Engine.MaxBatchBytes, "target bytes per batch (0: default)")
-		fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "Go GC target percent (GOGC wins when set)")
-		fs.Int64Var(&c.MemoryLimitMiB, "memory-limit-mib", c.MemoryLimitMiB, "Go soft memory limit in MiB, 0: none (GOMEMLIMIT wins when set)")
-		fs.DurationVar(&c.Follow.PollInterval, "poll-interval", c.Follow.PollInterval, "how often follow streams poll a table for new commits")
-		fs.DurationVar(&c.Follow.HeartbeatInterval, "heartbeat-interval", c.Follow.HeartbeatInterval,
-			"how long an idle follow stream waits before a heartbeat batch")
-		fs.DurationVar(&c.Follow.MaxBackoff, "max-backoff", c.Follow.MaxBackoff, "longest wait between polls while the catalog fails")
-		fs.StringVar(&c.Auth.Mode, "auth-mode", c.Auth.Mode, "authentication: off (loopback only), token, basic, token,basic, mtls")
-		fs.StringVar(&c.Auth.TokensFile, "auth-tokens-file", c.Auth.TokensFile, "YAML file of hashed bearer tokens")
-		fs.StringVar(&c.Auth.UsersFile, "auth-users-file", c.Auth.UsersFile, "YAML file of users and bcrypt hashes (basic auth)")
-		fs.StringVar(&c.Auth.SecretFile, "auth-secret-file", c.Auth.SecretFile, "secret that signs issued tokens")
-		fs.DurationVar(&c.Auth.TokenTTL, "auth-token-ttl", c.Auth.TokenTTL, "life of a token the handshake issues")
-		fs.StringVar(&c.Auth.TLS.CertFile, "tls-cert-file", c.Auth.TLS.CertFile, "server certificate chain (PEM): serve TLS")
-		fs.StringVar(&c.Auth.TLS.KeyFile, "tls-key-file", c.Auth.TLS.KeyFile, "server private key (PEM)")
-		fs.StringVar(&c.Auth.TLS.ClientCAFile, "tls-client-ca-file", c.Auth.TLS.ClientCAFile, "CA of client certificates (mtls)")
-		fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "serve Prometheus /metrics and /healthz on this address")
-		fs.BoolVar(&c.Reflection, "reflection", c.Reflection, "register gRPC server reflection")
-		fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve /debug/pprof/ on the metrics address")
-		fs.IntVar(&c.Limits.MaxStreams, "max-streams", c.Limits.MaxStreams, "streaming calls at once, 0: no limit")
-		fs.IntVar(&c.Limits.MaxStreamsPerPrincipal, "max-streams-per-principal", c.Limits.MaxStreamsPerPrincipal, "streaming calls at once per caller, 0: no limit")
-		fs.Float64Var(&c.Limits.CallsPerSecond, "calls-per-second", c.Limits.CallsPerSecond, "calls per second per caller, 0: no limit")
-		fs.DurationVar(&c.Limits.StallTimeout, "stall-timeout", c.Limits.StallTimeout, "end a stream whose client takes nothing for this long, 0: never")
-		fs.DurationVar(&c.Limits.KeepaliveTime, "keepalive-time", c.Limits.KeepaliveTime, "ping idle connections this often")
-		fs.StringVar(&c.Progress.DSN, "progress-dsn", c.Progress.DSN,
-			"consumer progress store: a SQLite file or postgres://... (default <warehouse>/sluice-consumers.db)")
+	if loopback(c.MetricsListen) || c.AllowPublicMetrics {
+		return nil
 	}
-	probe := cfg
-	bind(&probe)
-	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+	exposes := "its /metrics expose the table names"
+	if c.Pprof {
+		exposes += ", and --pprof the process's internals (its command line, stacks and heap profiles),"
 	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("%w: unexpected arguments %q", ErrConfig, fs.Args())
-	}
-	path := *configFile
-	if path == "" {
-		path = env["SLUICE_CONFIG"]
-	}
-	if path != "" {
-		if err := loadYAML(path, &cfg); err != nil {
-			return Config{}, err
-		}
-	}
-	if err := applyEnv(env, &cfg); err != nil {
-		return Config{}, err
-	}
-
-	fs = flag.NewFlagSet("flightd", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.String("config", "", "")
-	bind(&cfg)
-	if err := fs.Parse(args); err != nil {
-		return Config{}, err
-	}
-	cfg.Catalog = cfg.Catalog.WithDefaults()
-	cfg.Auth = cfg.Auth.WithDefaults()
-	return cfg, cfg.Validate()
+	return fmt.Errorf("%w: --metrics-listen %q is not a loopback address, and %s to anyone who reaches it: "+
+		"serve it on 127.0.0.1, or pass --allow-public-metrics when a firewall keeps it private", ErrConfig,
+		c.MetricsListen, exposes)
 }
 
-func loadYAML(path string, cfg *Config) error {
-	data, err := os.ReadFile(path)
+// publicMetricsWarning returns the warning to log when the metrics are
+// served on an address that is not loopback ("" when they are not).
+func (c Config) publicMetricsWarning() string {
+	if c.MetricsListen == "" || loopback(c.MetricsListen) {
+		return ""
+	}
+	if c.Pprof {
+		return "metrics and profiles are served on an address that is not loopback: they expose the table names, and the process's command line, stacks and heap profiles, to anyone who reaches it"
+	}
+	return "metrics are served on an address that is not loopback: they expose the table names to anyone who reaches it"
+}
+
+// unwrapAddrError returns the reason of a net.AddrError, whose message
+// repeats the address.
+func unwrapAddrError(err error) string {
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return ae.Err
+	}
+	return err.Error()
+}
+
+// loopback reports whether a listen address (host:port) binds loopback
+// only: "localhost", 127.0.0.0/8 or ::1. An empty host binds every
+// interface. (auth applies the same rule to --listen.)
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%w: read config file: %v", ErrConfig, err)
+		return false
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: config file %s: %v", ErrConfig, path, err)
+	if strings.EqualFold(host, "localhost") {
+		return true
 	}
-	return nil
-}
-
-// applyEnv applies the SLUICE_* variables.
-func applyEnv(env map[string]string, cfg *Config) error {
-	str := map[string]*string{
-		"SLUICE_AUTH_MODE":          &cfg.Auth.Mode,
-		"SLUICE_AUTH_TOKENS_FILE":   &cfg.Auth.TokensFile,
-		"SLUICE_AUTH_USERS_FILE":    &cfg.Auth.UsersFile,
-		"SLUICE_AUTH_SECRET_FILE":   &cfg.Auth.SecretFile,
-		"SLUICE_TLS_CERT_FILE":      &cfg.Auth.TLS.CertFile,
-		"SLUICE_TLS_KEY_FILE":       &cfg.Auth.TLS.KeyFile,
-		"SLUICE_TLS_CLIENT_CA_FILE": &cfg.Auth.TLS.ClientCAFile,
-		"SLUICE_METRICS_LISTEN":     &cfg.MetricsListen,
-		"SLUICE_LISTEN":             &cfg.Listen,
-		"SLUICE_WAREHOUSE":          &cfg.Catalog.Warehouse,
-		"SLUICE_CATALOG_TYPE":       &cfg.Catalog.Type,
-		"SLUICE_CATALOG_URI":        &cfg.Catalog.URI,
-		"SLUICE_CATALOG_NAME":       &cfg.Catalog.Name,
-		"SLUICE_READY_FILE":         &cfg.ReadyFile,
-		"SLUICE_LOG_LEVEL":          &cfg.LogLevel,
-		"SLUICE_LOG_FORMAT":         &cfg.LogFormat,
-		"SLUICE_PROGRESS_DSN":       &cfg.Progress.DSN,
+	if i := strings.IndexByte(host, '%'); i >= 0 {
+		host = host[:i]
 	}
-	for k, p := range str {
-		if v, ok := env[k]; ok {
-			*p = v
-		}
-	}
-	bools := map[string]*bool{
-		"SLUICE_PPROF":      &cfg.Pprof,
-		"SLUICE_REFLECTION": &cfg.Reflection,
-		"SLUICE_DEMO":       &cfg.Demo,
-	}
-	for k, p := range bools {
-		if v, ok := env[k]; ok {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("%w: %s=%q is not a boolean", ErrConfig, k, v)
-			}
-			*p = b
-		}
-	}
-	if v, ok := env["SLUICE_CALLS_PER_SECOND"]; ok {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return fmt.Errorf("%w: SLUICE_CALLS_PER_SECOND=%q is not a number", ErrConfig, v)
-		}
-		cfg.Limits.CallsPerSecond = f
-	}
-	ints := map[string]*int{
-		"SLUICE_MAX_STREAMS":               &cfg.Limits.MaxStreams,
-		"SLUICE_MAX_STREAMS_PER_PRINCIPAL": &cfg.Limits.MaxStreamsPerPrincipal,
-		"SLUICE_READ_CONCURRENCY":          &cfg.Engine.ReadConcurrency,
-		"SLUICE_MAX_BATCH_ROWS":            &cfg.Engine.MaxBatchRows,
-		"SLUICE_GC_PERCENT":                &cfg.GCPercent,
-	}
-	for k, p := range ints {
-		if v, ok := env[k]; ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return fmt.Errorf("%w: %s=%q is not an integer", ErrConfig, k, v)
-			}
-			*p = n
-		}
-	}
-	if v, ok := env["SLUICE_MEMORY_LIMIT_MIB"]; ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%w: SLUICE_MEMORY_LIMIT_MIB=%q is not an integer", ErrConfig, v)
-		}
-		cfg.MemoryLimitMiB = n
-	}
-	if v, ok := env["SLUICE_MAX_BATCH_BYTES"]; ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%w: SLUICE_MAX_BATCH_BYTES=%q is not an integer", ErrConfig, v)
-		}
-		cfg.Engine.MaxBatchBytes = n
-	}
-	durations := map[string]*time.Duration{
-		"SLUICE_SHUTDOWN_TIMEOUT":   &cfg.ShutdownTimeout,
-		"SLUICE_POLL_INTERVAL":      &cfg.Follow.PollInterval,
-		"SLUICE_HEARTBEAT_INTERVAL": &cfg.Follow.HeartbeatInterval,
-		"SLUICE_MAX_BACKOFF":        &cfg.Follow.MaxBackoff,
-		"SLUICE_AUTH_TOKEN_TTL":     &cfg.Auth.TokenTTL,
-		"SLUICE_STALL_TIMEOUT":      &cfg.Limits.StallTimeout,
-		"SLUICE_KEEPALIVE_TIME":     &cfg.Limits.KeepaliveTime,
-	}
-	for k, p := range durations {
-		if v, ok := env[k]; ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return fmt.Errorf("%w: %s=%q is not a duration", ErrConfig, k, v)
-			}
-			*p = d
-		}
-	}
-	return nil
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -3,9 +3,11 @@ package daemon
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -145,5 +147,158 @@ func TestFollowConfig(t *testing.T) {
 	}
 	if _, err := LoadConfig(nil, []string{"SLUICE_POLL_INTERVAL=soon"}, io.Discard); !errors.Is(err, ErrConfig) {
 		t.Errorf("bad env duration: %v", err)
+	}
+}
+
+// TestDurationWithoutUnit: a duration written as a bare number, from a
+// flag, the environment or the YAML file, is refused with the unit it
+// lacks and the setting's name.
+func TestDurationWithoutUnit(t *testing.T) {
+	dir := t.TempDir()
+	files := 0
+	file := func(body string) string {
+		files++
+		path := filepath.Join(dir, fmt.Sprintf("%d.yaml", files))
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  []string
+		want []string
+	}{
+		{"flag", []string{"--poll-interval", "5"}, nil, []string{"-poll-interval", "5 has no unit: write 5s"}},
+		{"flag, fraction", []string{"--shutdown-timeout", "2.5"}, nil, []string{"-shutdown-timeout", "write 2.5s"}},
+		{"flag, garbage", []string{"--stall-timeout", "soon"}, nil, []string{"-stall-timeout", `"soon" is not a duration`}},
+		{"env", nil, []string{"SLUICE_KEEPALIVE_TIME=120"}, []string{"SLUICE_KEEPALIVE_TIME", "write 120s"}},
+		{"yaml", []string{"--config", file("follow:\n  poll_interval: 5\n")}, nil,
+			[]string{"line 2", "follow.poll_interval", "write 5s"}},
+		{"yaml, auth", []string{"--config", file("auth:\n  token_ttl: 3600\n")}, nil,
+			[]string{"auth.token_ttl", "write 3600s"}},
+		{"yaml, zero", []string{"--config", file("limits:\n  stall_timeout: 0\n")}, nil,
+			[]string{"limits.stall_timeout", "write 0s"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadConfig(tt.args, tt.env, io.Discard)
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("LoadConfig = %v, want ErrConfig", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	c, err := LoadConfig([]string{"--config", file("limits:\n  stall_timeout: 0s\nfollow:\n  poll_interval: 250ms\n")},
+		nil, io.Discard)
+	if err != nil || c.Limits.StallTimeout != 0 || c.Follow.PollInterval != 250*time.Millisecond {
+		t.Fatalf("durations with units: %v %+v", err, c)
+	}
+}
+
+// TestConfigErrorsReadOnce: every configuration error says "invalid
+// configuration" once, names its setting, and never says "flightd:" (which
+// main adds); a flag error prints nothing before it is returned.
+func TestConfigErrorsReadOnce(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{[]string{"--auth-mode", "token"}, nil, "tokens file"},
+		{[]string{"--catalog-type", "glue"}, nil, `"glue"`},
+		{[]string{"--listen", "nowhere"}, nil, "--listen"},
+		{[]string{"--max-streams", "-1"}, nil, "--max-streams"},
+		{[]string{"--max-batch-rows", "-1"}, nil, "--max-batch-rows"},
+		{[]string{"--heartbeat-interval", "-1s"}, nil, "--heartbeat-interval"},
+		{[]string{"--log-level", "loud"}, nil, "--log-level"},
+		{[]string{"--no-such-flag"}, nil, "no-such-flag"},
+		{nil, []string{"SLUICE_CREATE_CATALOG=maybe"}, "SLUICE_CREATE_CATALOG"},
+	} {
+		var out strings.Builder
+		_, err := LoadConfig(tt.args, tt.env, &out)
+		if !errors.Is(err, ErrConfig) {
+			t.Errorf("%v %v: %v, want ErrConfig", tt.args, tt.env, err)
+			continue
+		}
+		msg := err.Error()
+		if strings.Count(msg, "invalid configuration") > 1 || strings.Contains(msg, "flightd:") ||
+			!strings.Contains(msg, tt.want) {
+			t.Errorf("%v %v: %q: want %q, once prefixed", tt.args, tt.env, msg, tt.want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v: printed %q", tt.args, out.String())
+		}
+	}
+	var help strings.Builder
+	if _, err := LoadConfig([]string{"--help"}, nil, &help); !errors.Is(err, flag.ErrHelp) ||
+		!strings.Contains(help.String(), "-poll-interval duration") || !strings.Contains(help.String(), "-create-catalog") {
+		t.Fatalf("--help: %v\n%s", err, help.String())
+	}
+}
+
+// TestPublicMetrics: metrics on an address that is not loopback need
+// AllowPublicMetrics, whatever sets them, and are then warned of.
+func TestPublicMetrics(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  []string
+		ok   bool
+		want string
+	}{
+		{[]string{"--metrics-listen", "127.0.0.1:9090"}, nil, true, ""},
+		{[]string{"--metrics-listen", "localhost:9090", "--pprof"}, nil, true, ""},
+		{[]string{"--metrics-listen", "[::1]:9090"}, nil, true, ""},
+		{[]string{"--metrics-listen", "0.0.0.0:9090"}, nil, false, "table names"},
+		{[]string{"--metrics-listen", ":9090", "--pprof"}, nil, false, "heap profiles"},
+		{nil, []string{"SLUICE_METRICS_LISTEN=10.0.0.5:9090"}, false, "--allow-public-metrics"},
+		{[]string{"--metrics-listen", "0.0.0.0:9090", "--allow-public-metrics"}, nil, true, "table names"},
+		{[]string{"--metrics-listen", ":9090", "--pprof"}, []string{"SLUICE_ALLOW_PUBLIC_METRICS=true"}, true, "heap profiles"},
+	} {
+		c, err := LoadConfig(tt.args, tt.env, io.Discard)
+		if tt.ok != (err == nil) {
+			t.Errorf("%v %v: %v", tt.args, tt.env, err)
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) ||
+				!strings.Contains(err.Error(), "--allow-public-metrics") {
+				t.Errorf("%v %v: %v, want ErrConfig saying %q", tt.args, tt.env, err, tt.want)
+			}
+			continue
+		}
+		if w := c.publicMetricsWarning(); (w != "") != (tt.want != "") || !strings.Contains(w, tt.want) {
+			t.Errorf("%v %v: warning %q, want %q", tt.args, tt.env, w, tt.want)
+		}
+	}
+}
+
+// TestNewSettings: --create-catalog and --allow-public-metrics from each
+// source.
+func TestNewSettings(t *testing.T) {
+	yamlFile := filepath.Join(t.TempDir(), "f.yaml")
+	if err := os.WriteFile(yamlFile, []byte("catalog:\n  create: true\nallow_public_metrics: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []struct {
+		args []string
+		env  []string
+	}{
+		{[]string{"--create-catalog", "--allow-public-metrics"}, nil},
+		{nil, []string{"SLUICE_CREATE_CATALOG=true", "SLUICE_ALLOW_PUBLIC_METRICS=1"}},
+		{[]string{"--config", yamlFile}, nil},
+	} {
+		c, err := LoadConfig(src.args, src.env, io.Discard)
+		if err != nil || !c.Catalog.Create || !c.AllowPublicMetrics {
+			t.Errorf("%v %v: %v %+v", src.args, src.env, err, c)
+		}
+	}
+	c, err := LoadConfig(nil, nil, io.Discard)
+	if err != nil || c.Catalog.Create || c.AllowPublicMetrics {
+		t.Fatalf("defaults: %v %+v", err, c)
 	}
 }

@@ -37,6 +37,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	log := newLogger(cfg, os.Stderr)
 	tuneRuntime(cfg)
 
+	if err := prepareWarehouse(ctx, cfg); err != nil {
+		return err
+	}
 	cat, err := catalog.Open(ctx, cfg.Catalog)
 	if err != nil {
 		return err
@@ -47,18 +50,6 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}
-
-	engine := feed.New(cat, feed.Options{
-		ReadConcurrency: cfg.Engine.ReadConcurrency,
-		MaxBatchRows:    cfg.Engine.MaxBatchRows,
-		MaxBatchBytes:   cfg.Engine.MaxBatchBytes,
-	})
-	dsn := cfg.ProgressDSN()
-	store, err := progress.Open(ctx, dsn)
-	if err != nil {
-		return fmt.Errorf("consumer progress store: %w", err)
-	}
-	defer store.Close()
 	authn, err := auth.New(cfg.Auth)
 	if err != nil {
 		return err
@@ -71,6 +62,21 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+
+	engine := feed.New(suggestingTables{Catalog: cat, authz: authz}, feed.Options{
+		ReadConcurrency: cfg.Engine.ReadConcurrency,
+		MaxBatchRows:    cfg.Engine.MaxBatchRows,
+		MaxBatchBytes:   cfg.Engine.MaxBatchBytes,
+	})
+	dsn := cfg.ProgressDSN()
+	if err := checkProgressDir(cfg); err != nil {
+		return err
+	}
+	store, err := progress.Open(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("consumer progress store: %w", err)
+	}
+	defer store.Close()
 	metrics := server.NewMetrics(engine)
 	srv := server.New(engine, server.Options{Logger: log, Progress: store, Follow: server.FollowOptions{
 		PollInterval:      cfg.Follow.PollInterval,
@@ -100,6 +106,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		reflection.Register(gs)
 	}
 	if cfg.MetricsListen != "" {
+		if w := cfg.publicMetricsWarning(); w != "" {
+			log.Warn(w, "metrics_listen", cfg.MetricsListen, "pprof", cfg.Pprof)
+		}
 		stopMetrics, err := serveMetrics(cfg.MetricsListen, cfg.Pprof, metrics, log)
 		if err != nil {
 			return err
@@ -123,10 +132,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 			return err
 		}
 	}
+	uri := "grpc://" + addr
+	if tlsConfig != nil {
+		uri = "grpc+tls://" + addr
+	}
 	if cfg.Demo {
-		printDemo(out, addr)
+		printDemo(out, uri, demoPython())
 	} else {
-		fmt.Fprintf(out, "flightd serving on grpc://%s\n", addr)
+		fmt.Fprintf(out, "flightd serving on %s\n", uri)
 	}
 
 	select {
@@ -216,28 +229,4 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-func printDemo(out io.Writer, addr string) {
-	fmt.Fprintf(out, `
-Sluice is serving the demo table %[2]s on grpc://%[1]s
-
-Read its change feed from Python (pyarrow only):
-
-    python3 -c '
-import json, pyarrow.flight as flight
-client = flight.connect("grpc://%[1]s")
-ticket = flight.Ticket(json.dumps({"table": "%[2]s"}).encode())
-print(client.do_get(ticket).read_all().to_pandas())'
-
-or with the Sluice client (pip install ./clients/python):
-
-    python3 -c '
-import sluice
-client = sluice.connect("grpc://%[1]s")
-print(client.snapshots("%[2]s"))
-print(client.changes("%[2]s", columns=["order_id", "country", "amount"]).read_all().to_pandas())'
-
-Stop with Ctrl-C.
-`, addr, demo.Table)
 }

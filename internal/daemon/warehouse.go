@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/auth"
+	"github.com/sluicefeed/sluice/catalog"
+)
+
+// prepareWarehouse checks the catalog configuration before it is opened
+// (catalog.Preflight: a missing warehouse, an empty catalog about to be
+// created beside another catalog's files, tables under another catalog
+// name), after creating the warehouse directory of --demo when it is
+// absent: the demo starts from nothing.
+func prepareWarehouse(ctx context.Context, cfg Config) error {
+	if cfg.Demo && cfg.Catalog.Type != catalog.TypeREST {
+		if dir, ok := cfg.Catalog.LocalWarehouse(); ok {
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return fmt.Errorf("demo: create the warehouse %s: %w", dir, err)
+				}
+			}
+		}
+	}
+	return catalog.Preflight(ctx, cfg.Catalog)
+}
+
+// checkProgressDir names the directory of the default consumer progress
+// store when it does not exist, rather than let SQLite say "unable to open
+// database file". (The default is in the warehouse, which the catalog's
+// preflight checks too; a REST catalog's warehouse is not checked there.)
+func checkProgressDir(cfg Config) error {
+	if cfg.Progress.DSN != "" {
+		return nil
+	}
+	dsn := cfg.ProgressDSN()
+	dir := filepath.Dir(dsn)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: the consumer progress store's default place is %s, but the warehouse directory %s does not exist: check --warehouse, or set --progress-dsn",
+			ErrConfig, dsn, dir)
+	}
+	return nil
+}
+
+// suggestingTables is the catalog as the engine reads it: the error of a
+// table that is not found names up to catalog.MaxSuggestions nearest
+// tables that the caller may read. The caller is the principal in the
+// call's context (the server's interceptors put it there); without one,
+// nothing is suggested.
+type suggestingTables struct {
+	*catalog.Catalog
+	authz *auth.Authorizer
+}
+
+// LoadTable loads the table, and suggests others when it is not found.
+func (s suggestingTables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
+	tbl, err := s.Catalog.LoadTable(ctx, name)
+	if err == nil || !errors.Is(err, catalog.ErrTableNotFound) {
+		return tbl, err
+	}
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return nil, err
+	}
+	names, serr := s.Suggest(ctx, name, func(t string) bool { return s.authz.CanRead(p, t) })
+	if serr != nil {
+		return nil, err // the suggestion is a courtesy: the error stays the NotFound
+	}
+	return nil, catalog.DidYouMean(err, names)
+}
