@@ -1,8 +1,8 @@
 """Change rows as pandas DataFrames, exactly.
 
 ``pyarrow``'s default ``to_pandas()`` converts an int64 column that holds a
-null to float64, and so does it for the fields of a struct column wherever
-the struct is null. In a change feed the ``before`` image of an insert and
+null to float64, and the int64 field of a struct column too when the field
+holds nulls, as it often does under a null struct. In a change feed the ``before`` image of an insert and
 the ``after`` image of a delete are null, so ids come out as floats, and an
 id above 2**53 comes out as a different number. :func:`to_pandas` keeps
 every column in its Arrow type (``pandas.ArrowDtype``): int64 stays int64
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
 __all__ = ["to_pandas"]
+
 
 def to_pandas(data: Any, *, flatten: bool = False) -> "pandas.DataFrame":
     """Return change rows as a ``pandas.DataFrame`` whose values are exact.
