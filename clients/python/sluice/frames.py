@@ -2,11 +2,11 @@
 
 ``pyarrow``'s default ``to_pandas()`` converts an int64 column that holds a
 null to float64, and the int64 field of a struct column too when the field
-holds nulls, as it often does under a null struct. In a change feed the ``before`` image of an insert and
-the ``after`` image of a delete are null, so ids come out as floats, and an
-id above 2**53 comes out as a different number. :func:`to_pandas` keeps
-every column in its Arrow type (``pandas.ArrowDtype``): int64 stays int64
-and a null stays ``<NA>``.
+holds nulls, as it often does under a null struct. In a change feed the
+``before`` image of an insert and the ``after`` image of a delete are null,
+so ids come out as floats, and an id above 2**53 comes out as a different
+number. :func:`to_pandas` keeps every column in its Arrow type
+(``pandas.ArrowDtype``): int64 stays int64 and a null stays ``<NA>``.
 """
 
 from __future__ import annotations
