@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -146,9 +147,21 @@ type contextStream struct {
 func (c *contextStream) Context() context.Context { return c.ctx }
 
 // logCall logs one line per call at debug level: the method, the caller,
-// the code and the time. Failures are also logged where they happen.
+// the code and the time; "call cancelled" for a call its client cancelled
+// (or left), which is no failure. Failures are also logged where they
+// happen.
 func (s *Server) logCall(ctx context.Context, method string, start time.Time, err error) {
-	p := principalOf(ctx)
-	s.log.DebugContext(ctx, "call", "method", method, "principal", p.Name, "code", status.Code(err).String(),
-		"duration", time.Since(start))
+	msg := "call"
+	if clientCancelled(ctx, err) {
+		msg = "call cancelled"
+	}
+	s.log.DebugContext(ctx, msg, "method", method, "principal", principalOf(ctx).Name, "code",
+		codeOf(err).String(), "duration", time.Since(start))
+}
+
+// clientCancelled reports whether a call ended because its client
+// cancelled it or went away: its error is Canceled and its context is
+// cancelled. Such a call did not fail, and is not logged as failed.
+func clientCancelled(ctx context.Context, err error) bool {
+	return err != nil && codeOf(err) == codes.Canceled && errors.Is(ctx.Err(), context.Canceled)
 }
