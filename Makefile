@@ -1,94 +1,173 @@
 # Sluice — the front door. `make demo` serves the demo table; `make test`
-# runs every test. Both install what they need (Go modules, the pinned code
-# generators, a Python venv with pyarrow) under the git-ignored .tmp/.
+# runs every test; `make lint` runs the linters (CI runs both: .ci/run).
+# They install what they need under the git-ignored .tmp/: Go modules, the
+# pinned protoc plugins and linter, and a Python venv. `make test` builds no
+# tool a test does not need; buf is built only by `make generate`.
 
 SHELL := /bin/bash
 GO ?= go
 PYTHON ?= python3
+PROTOC ?= protoc
 
 TMP := $(CURDIR)/.tmp
 BIN := $(TMP)/bin
 VENV := $(TMP)/venv
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+
+# The one version of Sluice: flightd --version (stamped here) and the Python
+# client's package (clients/python/VERSION links to this file).
+VERSION := $(shell cat VERSION)
+LDFLAGS := -X github.com/sluicefeed/sluice/internal/version.stamped=$(VERSION)
 
 # Pinned tools, installed with `go install` into .tmp/bin.
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GOLANGCI_LINT_VERSION := v2.15.0
+BUF := $(BIN)/buf-$(BUF_VERSION)
+PLUGINS := $(BIN)/.plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-# Pinned Python packages of the e2e venv.
-PY_PACKAGES := pyarrow==26.0.1 pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" pandas==3.1.1 networkx==3.4.2
+# Pinned Python packages: the demo's (pandas for .to_pandas()), then the
+# tests' on top. pandas 3 needs Python 3.11 or newer.
+PY_DEMO_PACKAGES := pyarrow==26.0.1 pandas==3.1.1
+PY_TEST_PACKAGES := pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" networkx==3.4.2
+PY_BUILD_PACKAGES := build==1.6.1
+PYTHON_MIN := 3.11
 
 # Demo and run settings.
 WAREHOUSE ?= ./warehouse
 LISTEN ?= 127.0.0.1:8815
 ARGS ?=
 
+# Release artifacts and the container image.
+DIST := $(TMP)/dist
+IMAGE ?= sluice-flightd
+
 # Fuzzing time per fuzzer.
 FUZZTIME ?= 30s
 
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build run demo venv tools generate checkgenerate lint checkfuzz fmt test test-unit test-python test-e2e \
-	bench load fuzz clean test-long
+.PHONY: all build run demo venv venv-demo tools plugins protoc generate checkgenerate lint checkfmt checkfuzz \
+	checkversion fmt test test-unit test-python test-e2e test-long bench load fuzz static image dist check-dist clean
 
 all: build
 
 ## build: build flightd into .tmp/bin
 build:
-	$(GO) build -o $(BIN)/flightd ./cmd/flightd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/flightd ./cmd/flightd
 
 ## run: serve the warehouse (WAREHOUSE, LISTEN, ARGS)
 run: build
 	$(BIN)/flightd --warehouse $(WAREHOUSE) --listen $(LISTEN) $(ARGS)
 
 ## demo: serve the embedded warehouse with the demo table demo.orders
-demo: build venv
-	@echo "The Python venv with pyarrow and the sluice client: $(PY)"
+# flightd builds while pip fills the demo's venv: the one uses the CPU, the
+# other mostly the network.
+demo:
+	@$(MAKE) --no-print-directory -j2 build venv-demo
+	@echo "The Python venv with pyarrow, pandas and the sluice client: $(PY)"
 	$(BIN)/flightd --demo --warehouse $(WAREHOUSE) --listen $(LISTEN) $(ARGS)
 
-## venv: the Python venv with pyarrow, pytest, pyiceberg and the sluice client
-venv: $(VENV)/.installed
-$(VENV)/.installed: clients/python/pyproject.toml Makefile
+# The venv's Python must be 3.11 or newer (pandas 3, pyarrow 26).
+define check_python
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < tuple(map(int, "$(PYTHON_MIN)".split("."))))' 2>/dev/null || { \
+		echo "make: $(PYTHON) is $$($(PYTHON) --version 2>&1 || echo missing): the venv needs Python $(PYTHON_MIN) or newer" \
+			"(the pinned pandas and pyarrow); run with PYTHON=python$(PYTHON_MIN), or remove $(VENV)"; exit 1; }
+endef
+
+## venv-demo: the Python venv with pyarrow, pandas and the sluice client (what the demo needs)
+venv-demo: $(VENV)/.demo-installed
+$(VENV)/.demo-installed: clients/python/pyproject.toml VERSION Makefile
+	$(call check_python)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check $(PY_PACKAGES)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ./clients/python
+	$(PIP) $(PY_DEMO_PACKAGES)
+	$(PIP) -e ./clients/python
 	touch $@
 
-## tools: the pinned code generators
-tools: $(BIN)/.tools-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
-$(BIN)/.tools-%:
-	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+## venv: the demo's venv with pytest, pyiceberg and networkx added (what the tests need)
+venv: $(VENV)/.installed
+$(VENV)/.installed: $(VENV)/.demo-installed
+	$(PIP) $(PY_DEMO_PACKAGES) $(PY_TEST_PACKAGES)
+	touch $@
+
+## tools: every pinned tool: buf, the protoc plugins, golangci-lint
+tools: $(BUF) $(PLUGINS) $(GOLANGCI_LINT)
+
+## plugins: the pinned protoc plugins protoc-gen-go and protoc-gen-go-grpc
+plugins: $(PLUGINS)
+$(PLUGINS):
 	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	touch $@
 
-## generate: regenerate gen/ from proto/ (local plugins, no network)
-generate: tools
-	$(BIN)/buf lint
-	$(BIN)/buf generate
+$(BUF):
+	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	mv $(BIN)/buf $@
 
-## checkgenerate: fail when gen/ is not what proto/ generates
-checkgenerate: generate
-	@git diff --exit-code --stat -- gen/ || (echo "gen/ is stale: run 'make generate' and commit" && exit 1)
-	@test -z "$$(git status --porcelain -- gen/)" || (git status --porcelain -- gen/; echo "gen/ has untracked files: run 'make generate' and commit" && exit 1)
-
-$(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION):
+$(GOLANGCI_LINT):
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/golangci-lint $@
 
-## lint: golangci-lint and gofmt, and every fuzzer listed in FUZZERS
-lint: $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) checkfuzz
+## protoc: protoc 3.15 or newer (Debian's protobuf-compiler, installed with apt-get when missing and root)
+protoc:
+	@command -v $(PROTOC) >/dev/null 2>&1 || [ "$(PROTOC)" != protoc ] || [ "$$(id -u)" != 0 ] || \
+		! command -v apt-get >/dev/null 2>&1 || { \
+		echo "apt-get install protobuf-compiler (protoc, for checkgenerate)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq --no-install-recommends protobuf-compiler >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends protobuf-compiler >/dev/null; }; }
+	@command -v $(PROTOC) >/dev/null 2>&1 || { echo "make: checkgenerate needs protoc 3.15 or newer, and '$(PROTOC)' is" \
+		"not found: install it (Debian, Ubuntu: sudo apt-get install protobuf-compiler; macOS: brew install protobuf)," \
+		"or set PROTOC=/path/to/protoc"; exit 1; }
+	@v=$$($(PROTOC) --version | awk '{print $$2}'); case "$$v" in 3.[0-9].*|3.1[0-4].*) \
+		echo "make: $(PROTOC) is $$v: proto3 optional fields need protoc 3.15 or newer"; exit 1;; esac
+
+## generate: buf lint, then regenerate gen/ from proto/ (local plugins, no network)
+generate: $(BUF) $(PLUGINS)
+	$(BUF) lint
+	$(BUF) generate
+
+## checkgenerate: fail when gen/ is not what proto/ generates (protoc and the pinned plugins; no buf)
+# The header line that names the protoc version is left out of the
+# comparison: buf, which `make generate` runs, writes "(unknown)" there and
+# protoc its own version. Every other byte, the plugins' versions included,
+# must match.
+CHECKGEN := $(TMP)/checkgenerate
+checkgenerate: protoc $(PLUGINS)
+	@rm -rf $(CHECKGEN) && mkdir -p $(CHECKGEN)/protoc
+	$(PROTOC) -I proto --plugin=protoc-gen-go=$(BIN)/protoc-gen-go --plugin=protoc-gen-go-grpc=$(BIN)/protoc-gen-go-grpc \
+		--go_out=$(CHECKGEN)/protoc --go_opt=paths=source_relative \
+		--go-grpc_out=$(CHECKGEN)/protoc --go-grpc_opt=paths=source_relative \
+		$$(cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
+	@cp -R gen $(CHECKGEN)/gen
+	@find $(CHECKGEN) -name '*.go' -exec sed -i -E '/^\/\/ [[:space:]-]*protoc[[:space:]]+(v[0-9][^[:space:]]*|\(unknown\))$$/d' {} +
+	@diff -r $(CHECKGEN)/gen $(CHECKGEN)/protoc >/dev/null || { diff -r $(CHECKGEN)/gen $(CHECKGEN)/protoc | head -40; \
+		echo "gen/ is not what proto/ generates: run 'make generate' and commit"; exit 1; }
+
+## lint: golangci-lint (pinned), and checkfmt
+lint: checkfmt $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+
+## checkfmt: gofmt, and every fuzzer listed in FUZZERS (the part of lint that needs no tool)
+checkfmt: checkfuzz
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'))" || (gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'); exit 1)
-	$(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) run ./...
 
 ## fmt: format the Go code
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '^gen/')
 
-## test: every test: generated code, lint, Go unit tests with -race, Python client tests, e2e
-test: checkgenerate lint test-unit test-python test-e2e
+## checkversion: flightd --version and the Python client report VERSION
+checkversion: build venv-demo
+	@v=$$($(BIN)/flightd --version) && test "$$(echo "$$v" | cut -d' ' -f2)" = "$(VERSION)" || \
+		{ echo "flightd --version says '$$v', VERSION says $(VERSION)"; exit 1; }
+	@$(PY) -c 'import importlib.metadata as m, sluice; v = (m.version("sluice-client"), sluice.__version__); \
+		assert v == ("$(VERSION)",) * 2, "the Python client says %s (metadata) and %s (sluice.__version__), VERSION says $(VERSION)" % v'
+
+## test: every test: generated code, gofmt, versions, Go unit tests with -race, Python client tests, e2e
+test: checkgenerate checkfmt checkversion test-unit test-python test-e2e
 
 ## test-unit: Go unit tests with the race detector
 test-unit:
@@ -123,7 +202,7 @@ load:
 	SLUICE_LOAD=1 SLUICE_LOAD_DURATION=$(LOAD_DURATION) SLUICE_LOAD_CONSUMERS=$(LOAD_CONSUMERS) \
 		SLUICE_LOAD_OUT=$(CURDIR)/docs/LOAD.md $(GO) test -count=1 -timeout 30m -run '^TestLoad$$' -v ./e2e/
 
-# Every fuzzer, as package:name. checkfuzz (run by lint) fails when a
+# Every fuzzer, as package:name. checkfuzz (run by checkfmt) fails when a
 # fuzzer of the code is missing here.
 FUZZERS := \
 	./feed/:FuzzParseFilter \
@@ -148,6 +227,53 @@ checkfuzz:
 	@missing=$$(git grep --untracked -h -o '^func Fuzz[A-Za-z0-9_]*' -- '*_test.go' | sed 's/^func //' | sort -u | \
 		while read -r name; do echo " $(FUZZERS) " | grep -q ":$$name " || echo "$$name"; done); \
 		test -z "$$missing" || (echo "fuzzers missing from FUZZERS in the Makefile:" $$missing; exit 1)
+
+## static: a static flightd (CGO_ENABLED=0, as the Dockerfile builds it) in .tmp/bin/flightd-static
+# Keep these flags the same as the Dockerfile's.
+STATIC_FLAGS = -trimpath -ldflags '-s -w $(LDFLAGS)'
+static:
+	CGO_ENABLED=0 $(GO) build $(STATIC_FLAGS) -o $(BIN)/flightd-static ./cmd/flightd
+
+## image: the container image $(IMAGE):$(VERSION) from the Dockerfile (needs a running Docker engine)
+image:
+	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine answers here ('docker info' fails), so no image" \
+		"was built. Start one (or run this where one runs); 'make static' builds the same static flightd without Docker."; exit 1; }
+	docker build -t $(IMAGE):$(VERSION) .
+
+## dist: the release artifacts in .tmp/dist: the Python client's wheel and sdist, a static flightd for DIST_PLATFORMS
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64
+dist: $(TMP)/pybuild/.installed
+	rm -rf $(DIST) clients/python/build && mkdir -p $(DIST)
+	$(TMP)/pybuild/bin/python -m build --outdir $(DIST) clients/python
+	@set -e; for p in $(DIST_PLATFORMS); do \
+		echo "flightd for $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(STATIC_FLAGS) \
+			-o $(DIST)/flightd-$(VERSION)-$${p%/*}-$${p#*/} ./cmd/flightd; \
+	done
+	cd $(DIST) && sha256sum * > SHA256SUMS
+
+$(TMP)/pybuild/.installed: Makefile
+	$(call check_python)
+	$(PYTHON) -m venv $(TMP)/pybuild
+	$(TMP)/pybuild/bin/python -m pip install --quiet --disable-pip-version-check $(PY_BUILD_PACKAGES)
+	touch $@
+
+## check-dist: the release artifacts work: the wheel, installed in a new venv, reads the demo table from the built flightd
+check-dist: DIST_PLATFORMS = $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
+check-dist: dist
+	rm -rf $(TMP)/check-dist && $(PYTHON) -m venv $(TMP)/check-dist/venv
+	$(TMP)/check-dist/venv/bin/python -m pip install --quiet --disable-pip-version-check $(DIST)/sluice_client-$(VERSION)-py3-none-any.whl
+	@set -e; fd=$(DIST)/flightd-$(VERSION)-$$($(GO) env GOOS)-$$($(GO) env GOARCH); \
+		$$fd --version | grep -q "^flightd $(VERSION) " || { echo "$$fd --version: not $(VERSION)"; exit 1; }; \
+		$$fd --demo --warehouse $(TMP)/check-dist/warehouse --listen 127.0.0.1:0 --ready-file $(TMP)/check-dist/addr \
+			--log-level warn >/dev/null & pid=$$!; trap "kill $$pid 2>/dev/null" EXIT; \
+		for i in $$(seq 300); do test -s $(TMP)/check-dist/addr && break; kill -0 $$pid; sleep 0.1; done; \
+		cd $(TMP)/check-dist && venv/bin/python -c 'import sys, sluice; \
+			assert sluice.__version__ == "$(VERSION)", sluice.__version__; \
+			c = sluice.connect("grpc://" + open("addr").read().strip()); \
+			n = len(c.snapshots("demo.orders")); rows = c.changes_table("demo.orders").num_rows; \
+			assert n > 0 and rows > 0, (n, rows); \
+			print("check-dist: sluice-client %s read %d change rows in %d snapshots from flightd %s" % (sluice.__version__, rows, n, "$(VERSION)"))'
 
 ## clean: remove built binaries, the venv and tools
 clean:
