@@ -301,16 +301,17 @@ func (c Config) validateMetrics() error {
 		c.MetricsListen, exposes)
 }
 
-// publicMetricsWarning returns the warning to log when the metrics are
-// served on an address that is not loopback ("" when they are not).
-func (c Config) publicMetricsWarning() string {
+// publicMetrics returns, when the metrics are served on an address that is
+// not loopback, what they expose to anyone who reaches it, for the warning
+// at start ("" when they are not).
+func (c Config) publicMetrics() string {
 	if c.MetricsListen == "" || loopback(c.MetricsListen) {
 		return ""
 	}
 	if c.Pprof {
-		return "metrics and profiles are served on an address that is not loopback: they expose the table names, and the process's command line, stacks and heap profiles, to anyone who reaches it"
+		return "the table names, and the process's command line, stacks and heap profiles"
 	}
-	return "metrics are served on an address that is not loopback: they expose the table names to anyone who reaches it"
+	return "the table names"
 }
 
 // unwrapAddrError returns the reason of a net.AddrError, whose message

@@ -271,7 +271,7 @@ func TestPublicMetrics(t *testing.T) {
 			}
 			continue
 		}
-		if w := c.publicMetricsWarning(); (w != "") != (tt.want != "") || !strings.Contains(w, tt.want) {
+		if w := c.publicMetrics(); (w != "") != (tt.want != "") || !strings.Contains(w, tt.want) {
 			t.Errorf("%v %v: warning %q, want %q", tt.args, tt.env, w, tt.want)
 		}
 	}

@@ -106,8 +106,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		reflection.Register(gs)
 	}
 	if cfg.MetricsListen != "" {
-		if w := cfg.publicMetricsWarning(); w != "" {
-			log.Warn(w, "metrics_listen", cfg.MetricsListen, "pprof", cfg.Pprof)
+		if exposed := cfg.publicMetrics(); exposed != "" {
+			log.Warn("metrics served on an address that is not loopback (--allow-public-metrics)",
+				"metrics_listen", cfg.MetricsListen, "exposes", exposed)
 		}
 		stopMetrics, err := serveMetrics(cfg.MetricsListen, cfg.Pprof, metrics, log)
 		if err != nil {
