@@ -3,9 +3,11 @@ package feed
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -38,27 +40,27 @@ type deleteIndex struct {
 	mu sync.Mutex
 	// pos maps a position delete file to the positions it deletes, per data
 	// file path.
-	pos map[string]map[string][]int64
+	pos map[string]map[string]*roaring.Bitmap
 	// eq maps an equality delete file to the keys it deletes, and eqValues
 	// to the values of each of its equality fields.
 	eq       map[string]map[string]struct{}
 	eqValues map[string][][]any
 	// dv maps a deletion vector (path and offset) to its positions.
-	dv map[string][]int64
+	dv map[string]*roaring.Bitmap
 }
 
 func newDeleteIndex(fs iceio.IO, mem memory.Allocator, table string) *deleteIndex {
-	return &deleteIndex{fs: fs, mem: mem, table: table, pos: map[string]map[string][]int64{},
-		eq: map[string]map[string]struct{}{}, eqValues: map[string][][]any{}, dv: map[string][]int64{}}
+	return &deleteIndex{fs: fs, mem: mem, table: table, pos: map[string]map[string]*roaring.Bitmap{},
+		eq: map[string]map[string]struct{}{}, eqValues: map[string][][]any{}, dv: map[string]*roaring.Bitmap{}}
 }
 
-// deleted returns the mask, over the rows positions of the file, of the
-// positions that task's delete files delete: position deletes, deletion
-// vectors, and the rows of data that equality deletes hit (rows not in
-// data are not evaluated against equality deletes). keyCol resolves an
-// equality field id to the data's column.
+// deleted returns the positions of the file (of rows rows) that task's
+// delete files delete: position deletes, deletion vectors, and the rows of
+// data that equality deletes hit (rows not in data are not evaluated
+// against equality deletes). keyCol resolves an equality field id to the
+// data's column. The caller owns the bitmap.
 func (x *deleteIndex) deleted(ctx context.Context, task *table.FileScanTask, data *fileData, rows int,
-	keyCol func(fieldID int) (int, error)) ([]bool, error) {
+	keyCol func(fieldID int) (int, error)) (*roaring.Bitmap, error) {
 	mask, err := x.positionMask(task, task.File.FilePath(), rows, ctx)
 	if err != nil {
 		return nil, err
@@ -88,7 +90,7 @@ func (x *deleteIndex) deleted(ctx context.Context, task *table.FileScanTask, dat
 					return nil, err
 				}
 				if _, ok := keys[string(key)]; ok {
-					mask[data.first[b]+r] = true
+					mask.Add(uint32(data.first[b] + r))
 				}
 			}
 		}
@@ -96,18 +98,24 @@ func (x *deleteIndex) deleted(ctx context.Context, task *table.FileScanTask, dat
 	return mask, nil
 }
 
-// positionMask returns the mask, over rows positions, of the positions of
-// dataPath that task's position deletes and deletion vectors delete.
-func (x *deleteIndex) positionMask(task *table.FileScanTask, dataPath string, rows int, ctx context.Context) ([]bool, error) {
-	mask := make([]bool, rows)
-	mark := func(positions []int64, from string) error {
-		for _, p := range positions {
-			if p < 0 || p >= int64(rows) {
-				return fmt.Errorf("%w: %s deletes position %d of %s, which has %d rows",
-					ErrUnsupported, from, p, dataPath, rows)
-			}
-			mask[p] = true
+// positionMask returns the positions of dataPath (of rows rows) that
+// task's position deletes and deletion vectors delete, as a compressed
+// bitmap the caller owns.
+func (x *deleteIndex) positionMask(task *table.FileScanTask, dataPath string, rows int, ctx context.Context) (*roaring.Bitmap, error) {
+	mask := roaring.New()
+	if rows > math.MaxUint32 {
+		return nil, fmt.Errorf("%w: data file %s has %d rows, more than a deletion mask holds", ErrUnsupported,
+			dataPath, rows)
+	}
+	mark := func(positions *roaring.Bitmap, from string) error {
+		if positions == nil || positions.IsEmpty() {
+			return nil
 		}
+		if last := positions.Maximum(); int64(last) >= int64(rows) {
+			return fmt.Errorf("%w: %s deletes position %d of %s, which has %d rows",
+				ErrUnsupported, from, last, dataPath, rows)
+		}
+		mask.Or(positions)
 		return nil
 	}
 	for _, df := range task.DeleteFiles {
@@ -132,15 +140,16 @@ func (x *deleteIndex) positionMask(task *table.FileScanTask, dataPath string, ro
 }
 
 // positionDeletes returns the positions of dataPath that a position delete
-// file deletes.
-func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, dataPath string) ([]int64, error) {
+// file deletes (nil: none). The bitmap is shared: the caller must not
+// modify it.
+func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, dataPath string) (*roaring.Bitmap, error) {
 	x.mu.Lock()
 	byFile, ok := x.pos[df.FilePath()]
 	x.mu.Unlock()
 	if ok {
 		return byFile[dataPath], nil
 	}
-	byFile = map[string][]int64{}
+	byFile = map[string]*roaring.Bitmap{}
 	err := x.readParquet(ctx, df, func(rec arrow.RecordBatch) error {
 		pathIdx, posIdx := fieldIndex(rec.Schema(), posDeleteFilePathID, "file_path"),
 			fieldIndex(rec.Schema(), posDeletePosID, "pos")
@@ -157,7 +166,17 @@ func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, 
 				rec.Column(posIdx).DataType())
 		}
 		for i := range int(rec.NumRows()) {
-			byFile[paths(i)] = append(byFile[paths(i)], pos.Value(i))
+			p := pos.Value(i)
+			if p < 0 || p > math.MaxUint32 {
+				return fmt.Errorf("%w: position delete file %s deletes position %d of %s", ErrUnsupported,
+					df.FilePath(), p, paths(i))
+			}
+			bm := byFile[paths(i)]
+			if bm == nil {
+				bm = roaring.New()
+				byFile[paths(i)] = bm
+			}
+			bm.Add(uint32(p))
 		}
 		return nil
 	})
@@ -170,8 +189,9 @@ func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, 
 	return byFile[dataPath], nil
 }
 
-// deletionVector returns the positions a deletion vector deletes.
-func (x *deleteIndex) deletionVector(df iceberg.DataFile) ([]int64, error) {
+// deletionVector returns the positions a deletion vector deletes. The
+// bitmap is shared: the caller must not modify it.
+func (x *deleteIndex) deletionVector(df iceberg.DataFile) (*roaring.Bitmap, error) {
 	key := df.FilePath()
 	if off := df.ContentOffset(); off != nil {
 		key += "@" + strconv.FormatInt(*off, 10)
@@ -186,10 +206,14 @@ func (x *deleteIndex) deletionVector(df iceberg.DataFile) ([]int64, error) {
 	if err != nil {
 		return nil, readError(x.table, x.snapshot, "deletion vector "+df.FilePath(), err)
 	}
-	positions = make([]int64, 0, bitmap.Cardinality())
+	positions = roaring.New()
 	for p := range bitmap.Positions() {
-		positions = append(positions, int64(p))
+		if p > math.MaxUint32 {
+			return nil, fmt.Errorf("%w: deletion vector %s deletes position %d", ErrUnsupported, df.FilePath(), p)
+		}
+		positions.Add(uint32(p))
 	}
+	positions.RunOptimize()
 	x.mu.Lock()
 	x.dv[key] = positions
 	x.mu.Unlock()

@@ -3,8 +3,10 @@ package feed
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -241,7 +243,7 @@ func (d *diffReader) collectFile(ctx context.Context, snapshot int64, fd fileDif
 	}
 	rows := int(fd.file.Count())
 	keyCol := d.keyColumn(data.batches[0])
-	var delBefore, delAfter []bool
+	var delBefore, delAfter *roaring.Bitmap
 	if fd.before != nil {
 		if delBefore, err = d.deletes.deleted(ctx, fd.before, data, rows, keyCol); err != nil {
 			return err
@@ -252,8 +254,8 @@ func (d *diffReader) collectFile(ctx context.Context, snapshot int64, fd fileDif
 			return err
 		}
 	}
-	liveBefore := func(p int) bool { return fd.before != nil && !delBefore[p] }
-	liveAfter := func(p int) bool { return fd.after != nil && !delAfter[p] }
+	liveBefore := func(p int) bool { return fd.before != nil && !delBefore.Contains(uint32(p)) }
+	liveAfter := func(p int) bool { return fd.after != nil && !delAfter.Contains(uint32(p)) }
 	for b, rec := range data.batches {
 		off := data.first[b]
 		dels, err := d.selectRows(ctx, rec, func(r int) bool { return liveBefore(off+r) && !liveAfter(off+r) })
@@ -290,9 +292,15 @@ func (d *diffReader) candidates(ctx context.Context, fd fileDiff, ft *footer) ([
 		return nil, err
 	}
 	cand := make([]bool, len(ft.rows))
-	for p := range rows {
-		if before[p] != after[p] {
-			cand[ft.rowGroupOf(int64(p))] = true
+	changed := roaring.Xor(before, after).Iterator()
+	for changed.HasNext() {
+		rg := ft.rowGroupOf(int64(changed.Next()))
+		cand[rg] = true
+		// Skip the rest of the row group.
+		if end := ft.first[rg] + ft.rows[rg]; end <= math.MaxUint32 {
+			changed.AdvanceIfNeeded(uint32(end))
+		} else {
+			break
 		}
 	}
 	eqBefore := map[string]bool{}
