@@ -167,7 +167,12 @@ checkversion: build venv-demo
 		assert v == ("$(VERSION)",) * 2, "the Python client says %s (metadata) and %s (sluice.__version__), VERSION says $(VERSION)" % v'
 
 ## test: every test: generated code, gofmt, versions, Go unit tests with -race, Python client tests, e2e
-test: checkgenerate checkfmt checkversion test-unit test-python test-e2e
+# pip fills the venv and apt-get installs protoc (mostly the network) while
+# Go builds the plugins and flightd (the CPU); then the checks and the tests
+# run one after another.
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc $(PLUGINS) build
+	@$(MAKE) --no-print-directory checkgenerate checkfmt checkversion test-unit test-python test-e2e
 
 ## test-unit: Go unit tests with the race detector
 test-unit:
