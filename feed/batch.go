@@ -280,6 +280,34 @@ func (a *assembler) changes(ctx context.Context, befores, afters arrow.Array, ro
 	return out, nil
 }
 
+// changesEach is changes handing each batch to emit as soon as it is
+// assembled (emit owns it), so that a snapshot's output is never held
+// whole.
+func (a *assembler) changesEach(ctx context.Context, befores, afters arrow.Array, rows []change, s Snapshot,
+	emit func(arrow.RecordBatch) error) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	perRow := int64(1)
+	if n := befores.Len(); n > 0 {
+		perRow += dataSize(befores.Data(), 0, n) / int64(n)
+	}
+	if n := afters.Len(); n > 0 {
+		perRow += dataSize(afters.Data(), 0, n) / int64(n)
+	}
+	chunk := int(min(int64(a.maxRows), max(1, a.maxBytes/(perRow*2))))
+	for start := 0; start < len(rows); start += chunk {
+		r, err := a.assembleChanges(ctx, befores, afters, rows[start:min(start+chunk, len(rows))], s)
+		if err != nil {
+			return err
+		}
+		if err := emit(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (a *assembler) assembleChanges(ctx context.Context, befores, afters arrow.Array, rows []change, s Snapshot) (arrow.RecordBatch, error) {
 	n := len(rows)
 	ops := array.NewStringBuilder(a.mem)

@@ -3,6 +3,8 @@ package feed
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -30,6 +32,10 @@ const (
 	// the 4 MiB default message limit of gRPC clients, with room for the
 	// IPC metadata and padding.
 	HardMaxBatchBytes = 3 << 20
+	// DefaultMemoryBudget is the default memory the engine's reads may hold
+	// for changes they must see whole before emitting them (see
+	// Options.MemoryBudget).
+	DefaultMemoryBudget = 64 << 20
 )
 
 // Options configures an Engine. The zero value is valid: every unset field
@@ -47,6 +53,18 @@ type Options struct {
 	// ReadConcurrency is how many data files are decoded ahead of the
 	// consumer. Default DefaultReadConcurrency.
 	ReadConcurrency int
+	// MemoryBudget bounds, in bytes and for all reads of the engine
+	// together, the rows held by the computations that must see many
+	// changes before emitting any: net changes over a window, and the
+	// carry-over cancellation and update pairing of a snapshot that both
+	// deletes and inserts rows. Past it, a read spills those rows to
+	// SpillDir and processes them partition by partition. Default
+	// DefaultMemoryBudget.
+	MemoryBudget int64
+	// SpillDir is the directory under which reads spill (each in its own
+	// temporary directory, removed when the read ends). Default: the
+	// sluice-spill directory under the system's temporary directory.
+	SpillDir string
 }
 
 func (o Options) withDefaults() Options {
@@ -63,6 +81,12 @@ func (o Options) withDefaults() Options {
 	if o.ReadConcurrency <= 0 {
 		o.ReadConcurrency = DefaultReadConcurrency
 	}
+	if o.MemoryBudget <= 0 {
+		o.MemoryBudget = DefaultMemoryBudget
+	}
+	if o.SpillDir == "" {
+		o.SpillDir = filepath.Join(os.TempDir(), "sluice-spill")
+	}
 	return o
 }
 
@@ -72,12 +96,14 @@ type Engine struct {
 	opts   Options
 	cache  *planCache
 	stats  counters
+	budget *budget
 }
 
 // counters are the engine's running totals (see Stats).
 type counters struct {
 	filesRead, rowGroupsRead, rowsDecoded atomic.Int64
 	cacheHits, cacheMisses                atomic.Int64
+	spillFiles                            atomic.Int64
 }
 
 // Stats are running totals of the engine's reads since it was created.
@@ -92,18 +118,25 @@ type Stats struct {
 	// PlanCacheHits and PlanCacheMisses count the snapshot plans served
 	// from the cache and read from manifests.
 	PlanCacheHits, PlanCacheMisses int64
+	// SpillFiles counts the temporary files reads wrote because their
+	// changes did not fit the memory budget.
+	SpillFiles int64
+	// MemoryBudgetInUse is the part of the memory budget reads hold now.
+	MemoryBudgetInUse int64
 }
 
 // Stats returns the engine's running totals.
 func (e *Engine) Stats() Stats {
 	return Stats{FilesRead: e.stats.filesRead.Load(), RowGroupsRead: e.stats.rowGroupsRead.Load(),
 		RowsDecoded: e.stats.rowsDecoded.Load(), PlanCacheHits: e.stats.cacheHits.Load(),
-		PlanCacheMisses: e.stats.cacheMisses.Load()}
+		PlanCacheMisses: e.stats.cacheMisses.Load(), SpillFiles: e.stats.spillFiles.Load(),
+		MemoryBudgetInUse: e.budget.inUse()}
 }
 
 // New returns an engine that reads the tables of tables.
 func New(tables Tables, opts Options) *Engine {
 	e := &Engine{tables: tables, opts: opts.withDefaults(), cache: newPlanCache()}
+	e.budget = newBudget(e.opts.MemoryBudget)
 	e.cache.stats = &e.stats
 	return e
 }

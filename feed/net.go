@@ -39,96 +39,256 @@ type netImage struct {
 // of the first before-image. Without identity, whole rows net as a
 // multiset. Each net change belongs to the snapshot of its key's last
 // change; every snapshot still ends with a complete batch.
+//
+// The changes are gathered by the hash of their key, in memory while the
+// engine's memory budget has room and in partitions on disk once it has
+// not; each partition (every change of its keys) is then netted alone.
 func (e *Engine) readNet(ctx context.Context, p *Plan, inner iter.Seq2[Batch, error], yield func(Batch, error) bool) {
-	var recs []arrow.RecordBatch
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	snapIndex := map[int64]int{}
-	for i, sp := range p.Snapshots {
-		snapIndex[sp.ID] = i
+	mem := e.opts.Allocator
+	spill := newSpillDir(e.opts.SpillDir, mem, &e.stats)
+	defer spill.close()
+	l := e.budget.lease()
+	defer l.free()
+	part := newPartitioner(ctx, mem, spill, l, 0, p.wide)
+	defer part.close()
+
+	keyNames := p.Identity
+	if len(keyNames) == 0 {
+		keyNames = p.wideNames()
 	}
-	var events []netEvent
-	rows := 0
+	rh := newRowHasher()
 	for b, err := range inner {
 		if err != nil {
 			yield(Batch{}, err)
 			return
 		}
-		recs = append(recs, b.Record)
-		ops := b.Record.Column(0).(*array.String)
-		for i := range int(b.Record.NumRows()) {
-			ev := netEvent{snap: snapIndex[b.Snapshot.ID], op: ops.Value(i), before: -1, after: -1}
-			if !b.Record.Column(1).IsNull(i) {
+		hashes, err := imageKeyHashes(rh, b.Record, keyNames)
+		if err != nil {
+			b.Record.Release()
+			yield(Batch{}, err)
+			return
+		}
+		if err := part.add(0, b.Record, hashes); err != nil {
+			yield(Batch{}, err)
+			return
+		}
+	}
+	if len(p.Snapshots) == 0 {
+		return // a window without snapshots
+	}
+	asm := newAssembler(mem, p.schema, e.opts.MaxBatchRows, e.opts.MaxBatchBytes)
+	defer asm.release()
+	snapIndex := map[int64]int{}
+	for i, sp := range p.Snapshots {
+		snapIndex[sp.ID] = i
+	}
+
+	if !part.spilled() {
+		// One partition in memory: its net changes go out as they are
+		// assembled, snapshot by snapshot.
+		err := part.each(func(pt partition) error {
+			return netPartition(ctx, p, asm, pt.batches[0], snapIndex, nil, func(perSnapshot [][]change, fb, fa arrow.Array) error {
+				for i, sp := range p.Snapshots {
+					var last arrow.RecordBatch
+					err := asm.changesEach(ctx, fb, fa, perSnapshot[i], sp.Snapshot, func(rec arrow.RecordBatch) error {
+						if last != nil && !yield(Batch{Record: last, Snapshot: sp.Snapshot}, nil) {
+							last = nil
+							rec.Release()
+							return errStop
+						}
+						last = rec
+						return nil
+					})
+					if err != nil {
+						if last != nil {
+							last.Release()
+						}
+						return err
+					}
+					if last == nil {
+						last = asm.empty()
+					}
+					if !yield(Batch{Record: last, Snapshot: sp.Snapshot, SnapshotComplete: true}, nil) {
+						return errStop
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil && err != errStop {
+			yield(Batch{}, err)
+		}
+		return
+	}
+
+	// Spilled: net each partition, spool its changes by (snapshot, kind),
+	// then stream the spool in order, so that within each snapshot every
+	// delete comes before every update pair and every insert.
+	out, err := newSpool(spill, p.schema)
+	if err != nil {
+		yield(Batch{}, err)
+		return
+	}
+	defer out.close()
+	err = part.each(func(pt partition) error {
+		return netPartition(ctx, p, asm, pt.batches[0], snapIndex, func(snap, kind int, rec arrow.RecordBatch) error {
+			defer rec.Release()
+			return out.add(snap*changeKinds+kind, rec)
+		}, nil)
+	})
+	if err != nil {
+		yield(Batch{}, err)
+		return
+	}
+	out.emit(asm, p.Snapshots, yield)
+}
+
+// wideNames are the names of the columns of the plan's wide images.
+func (p *Plan) wideNames() []string {
+	if p.wideColumns != nil {
+		return p.wideColumns
+	}
+	return p.Columns
+}
+
+// imageKeyHashes returns, per change row of rec (op, before, after, ...),
+// the hash of the named columns of its image: the before-image when it
+// has one, else the after-image.
+func imageKeyHashes(rh rowHasher, rec arrow.RecordBatch, names []string) ([]uint64, error) {
+	before, ok1 := rec.Column(1).(*array.Struct)
+	after, ok2 := rec.Column(2).(*array.Struct)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("feed: change batch without struct images")
+	}
+	hashOf := func(img *array.Struct) ([]uint64, error) {
+		st := img.DataType().(*arrow.StructType)
+		cols := make([]int, 0, len(names))
+		for _, n := range names {
+			i, ok := st.FieldIdx(n)
+			if !ok {
+				return nil, fmt.Errorf("feed: image lacks column %q", n)
+			}
+			cols = append(cols, i)
+		}
+		view := array.RecordFromStructArray(img, nil)
+		defer view.Release()
+		return rh.hashes(view, cols), nil
+	}
+	hb, err := hashOf(before)
+	if err != nil {
+		return nil, err
+	}
+	ha, err := hashOf(after)
+	if err != nil {
+		return nil, err
+	}
+	for i := range hb {
+		if before.IsNull(i) {
+			hb[i] = ha[i]
+		}
+	}
+	return hb, nil
+}
+
+// The kinds of change within a snapshot, in the order they are emitted.
+const (
+	kindDelete = iota
+	kindPair
+	kindInsert
+	changeKinds
+)
+
+func kindOf(op string) int {
+	switch op {
+	case OpDelete:
+		return kindDelete
+	case OpInsert:
+		return kindInsert
+	default:
+		return kindPair
+	}
+}
+
+// netPartition computes the net changes of the change batches of one
+// partition (every change of its keys, in stream order). With whole, it
+// hands over the per-snapshot changes and their images at once; else it
+// assembles them per snapshot and kind and hands each batch to add.
+func netPartition(ctx context.Context, p *Plan, asm *assembler, recs []arrow.RecordBatch, snapIndex map[int64]int,
+	add func(snap, kind int, rec arrow.RecordBatch) error,
+	whole func(perSnapshot [][]change, befores, afters arrow.Array) error) error {
+	if len(recs) == 0 {
+		if whole != nil {
+			empty := make([][]change, len(p.Snapshots))
+			fb := array.MakeArrayOfNull(asm.mem, asm.image, 0)
+			defer fb.Release()
+			return whole(empty, fb, fb)
+		}
+		return nil
+	}
+	var events []netEvent
+	rows := 0
+	for _, rec := range recs {
+		ops := rec.Column(0).(*array.String)
+		snaps := rec.Column(3).(*array.Int64)
+		for i := range int(rec.NumRows()) {
+			ev := netEvent{snap: snapIndex[snaps.Value(i)], op: ops.Value(i), before: -1, after: -1}
+			if !rec.Column(1).IsNull(i) {
 				ev.before = rows + i
 			}
-			if !b.Record.Column(2).IsNull(i) {
+			if !rec.Column(2).IsNull(i) {
 				ev.after = rows + i
 			}
 			events = append(events, ev)
 		}
-		rows += int(b.Record.NumRows())
+		rows += int(rec.NumRows())
 	}
-
-	if len(recs) == 0 {
-		return // a window without snapshots
-	}
-	befores, afters, err := e.concatImages(recs)
+	befores, afters, err := concatImages(asm.mem, recs)
 	if err != nil {
-		yield(Batch{}, err)
-		return
+		return err
 	}
 	defer befores.Release()
 	defer afters.Release()
-
 	perSnapshot, err := netChanges(events, befores.(*array.Struct), afters.(*array.Struct), p)
 	if err != nil {
-		yield(Batch{}, err)
-		return
+		return err
 	}
 	if p.filter != nil {
 		if err := filterNet(p, befores.(*array.Struct), afters.(*array.Struct), perSnapshot); err != nil {
-			yield(Batch{}, err)
-			return
+			return err
 		}
 	}
-
-	// Emit in the output schema: drop the identity columns that were read
-	// only to group rows.
+	// The output schema: drop the identity columns read only to group rows.
 	fb, err := project(befores.(*array.Struct), p.Columns)
 	if err != nil {
-		yield(Batch{}, err)
-		return
+		return err
 	}
 	defer fb.Release()
 	fa, err := project(afters.(*array.Struct), p.Columns)
 	if err != nil {
-		yield(Batch{}, err)
-		return
+		return err
 	}
 	defer fa.Release()
-	asm := newAssembler(e.opts.Allocator, p.schema, e.opts.MaxBatchRows, e.opts.MaxBatchBytes)
-	defer asm.release()
-	for i, sp := range p.Snapshots {
-		out, err := asm.changes(ctx, fb, fa, perSnapshot[i], sp.Snapshot)
-		if err != nil {
-			yield(Batch{}, err)
-			return
-		}
-		if len(out) == 0 {
-			out = []arrow.RecordBatch{asm.empty()}
-		}
-		for j, r := range out {
-			if !yield(Batch{Record: r, Snapshot: sp.Snapshot, SnapshotComplete: j == len(out)-1}, nil) {
-				for _, rest := range out[j+1:] {
-					rest.Release()
-				}
-				return
+	if whole != nil {
+		return whole(perSnapshot, fb, fa)
+	}
+	for i, rows := range perSnapshot {
+		sp := p.Snapshots[i]
+		for start := 0; start < len(rows); {
+			kind := kindOf(rows[start].op)
+			end := start
+			for end < len(rows) && kindOf(rows[end].op) == kind {
+				end++
 			}
+			err := asm.changesEach(ctx, fb, fa, rows[start:end], sp.Snapshot, func(rec arrow.RecordBatch) error {
+				return add(i, kind, rec)
+			})
+			if err != nil {
+				return err
+			}
+			start = end
 		}
 	}
+	return nil
 }
 
 // filterNet applies the plan's filter to net changes, as to any change.
@@ -157,13 +317,13 @@ func filterNet(p *Plan, befores, afters *array.Struct, perSnapshot [][]change) e
 }
 
 // concatImages concatenates the before and after columns of batches.
-func (e *Engine) concatImages(recs []arrow.RecordBatch) (arrow.Array, arrow.Array, error) {
+func concatImages(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.Array, arrow.Array, error) {
 	cat := func(col int) (arrow.Array, error) {
 		parts := make([]arrow.Array, len(recs))
 		for i, r := range recs {
 			parts[i] = r.Column(col)
 		}
-		return array.Concatenate(parts, e.opts.Allocator)
+		return array.Concatenate(parts, mem)
 	}
 	if len(recs) == 0 {
 		return nil, nil, fmt.Errorf("feed: net changes of a window without batches")

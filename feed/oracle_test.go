@@ -4,8 +4,8 @@ import (
 	"context"
 	goflag "flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,6 +255,20 @@ func checkHistory(t *testing.T, seed uint64, cfg histgen.Config) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(g.Catalog, feed.Options{Allocator: mem, MaxBatchRows: 7})
+	// The same engine with a memory budget of one byte: every computation
+	// that must see many changes at once spills them and works partition
+	// by partition, on every seed.
+	spillDir := t.TempDir()
+	spilling := feed.New(g.Catalog, feed.Options{Allocator: mem, MaxBatchRows: 7, MemoryBudget: 1, SpillDir: spillDir})
+	defer func() {
+		if left, _ := os.ReadDir(spillDir); len(left) > 0 {
+			t.Errorf("the spill directory holds %d entries after the reads", len(left))
+		}
+		if st := spilling.Stats(); st.SpillFiles == 0 || st.MemoryBudgetInUse != 0 {
+			t.Errorf("the spilling engine wrote %d spill files and holds %d bytes of its budget after the reads",
+				st.SpillFiles, st.MemoryBudgetInUse)
+		}
+	}()
 	meta := g.Table.Metadata()
 	endSchema := func(to int64) *iceberg.Schema {
 		s := g.Table.SnapshotByID(to)
@@ -267,7 +281,53 @@ func checkHistory(t *testing.T, seed uint64, cfg histgen.Config) {
 	}
 	check := func(from *int64, to int64, identity []string) {
 		t.Helper()
-		end := endSchema(to)
+		checkWith(t, g, eng, endSchema(to), from, to, identity)
+		checkWith(t, g, spilling, endSchema(to), from, to, identity)
+	}
+	checkNet := func(from *int64, to int64, identity []string, fold bool) {
+		t.Helper()
+		checkNetWith(t, g, eng, endSchema(to), from, to, identity, fold)
+		checkNetWith(t, g, spilling, endSchema(to), from, to, identity, fold)
+	}
+	for i, s := range g.Snapshots {
+		var from *int64
+		if i > 0 {
+			from = &g.Snapshots[i-1]
+		}
+		check(from, s, nil)
+		check(from, s, []string{"id"})
+		checkFold(t, eng, from, s)
+	}
+	last := g.Snapshots[len(g.Snapshots)-1]
+	checkNet(nil, last, nil, false)
+	checkNet(nil, last, []string{"id"}, false)
+	checkNet(&g.Snapshots[len(g.Snapshots)/2], last, []string{"id"}, true)
+	for _, f := range oracleFilters {
+		checkFilter(t, eng, f, feed.Request{Table: histgen.Table, ToSnapshot: &last, Identity: []string{"id"}})
+		checkFilter(t, eng, f, feed.Request{Table: histgen.Table, ToSnapshot: &last})
+	}
+	checkFilter(t, spilling, oracleFilters[seed%uint64(len(oracleFilters))],
+		feed.Request{Table: histgen.Table, ToSnapshot: &last, Identity: []string{"id"}})
+	r := rand.New(rand.NewPCG(seed, 7))
+	for range 4 {
+		i, j := r.IntN(len(g.Snapshots)), r.IntN(len(g.Snapshots))
+		if i > j {
+			i, j = j, i
+		}
+		from := &g.Snapshots[i]
+		if i == j {
+			from = nil
+		}
+		check(from, g.Snapshots[j], nil)
+	}
+}
+
+// checkWith checks the feed of the window (from, to] against the oracle:
+// applied to the state at from, it gives the state at to.
+func checkWith(t *testing.T, g *histgen.History, eng *feed.Engine, end *iceberg.Schema, from *int64, to int64,
+	identity []string) {
+	t.Helper()
+	{
 		want := scanState(t, g.Table, &to, end)
 		got, ops := applyFeed(t, eng, feed.Request{Table: histgen.Table, FromSnapshot: from, ToSnapshot: &to,
 			Identity: identity}, scanState(t, g.Table, from, end))
@@ -280,9 +340,15 @@ func checkHistory(t *testing.T, seed uint64, cfg histgen.Config) {
 				"state at to:\n%s\nops: %v\nhistory: %s", fromStr, to, identity, d, ops, strings.Join(g.Log, "; "))
 		}
 	}
-	checkNet := func(from *int64, to int64, identity []string, fold bool) {
-		t.Helper()
-		end := endSchema(to)
+}
+
+// checkNetWith checks the net changes of the window (from, to]: applied to
+// the state at from they give the state at to, and none is more than the
+// full-state diff.
+func checkNetWith(t *testing.T, g *histgen.History, eng *feed.Engine, end *iceberg.Schema, from *int64, to int64,
+	identity []string, fold bool) {
+	t.Helper()
+	{
 		start, want := scanState(t, g.Table, from, end), scanState(t, g.Table, &to, end)
 		req := feed.Request{Table: histgen.Table, FromSnapshot: from, ToSnapshot: &to, Identity: identity,
 			NetChanges: true, FoldUpdates: fold}
@@ -303,35 +369,6 @@ func checkHistory(t *testing.T, seed uint64, cfg histgen.Config) {
 				t.Fatalf("net changes of (%v, %d] insert %d× %s, but the state gained only %d", from, to, n, k, want[k]-start[k])
 			}
 		}
-	}
-	for i, s := range g.Snapshots {
-		var from *int64
-		if i > 0 {
-			from = &g.Snapshots[i-1]
-		}
-		check(from, s, nil)
-		check(from, s, []string{"id"})
-		checkFold(t, eng, from, s)
-	}
-	last := g.Snapshots[len(g.Snapshots)-1]
-	checkNet(nil, last, nil, false)
-	checkNet(nil, last, []string{"id"}, false)
-	checkNet(&g.Snapshots[len(g.Snapshots)/2], last, []string{"id"}, true)
-	for _, f := range oracleFilters {
-		checkFilter(t, eng, f, feed.Request{Table: histgen.Table, ToSnapshot: &last, Identity: []string{"id"}})
-		checkFilter(t, eng, f, feed.Request{Table: histgen.Table, ToSnapshot: &last})
-	}
-	r := rand.New(rand.NewPCG(seed, 7))
-	for range 4 {
-		i, j := r.IntN(len(g.Snapshots)), r.IntN(len(g.Snapshots))
-		if i > j {
-			i, j = j, i
-		}
-		from := &g.Snapshots[i]
-		if i == j {
-			from = nil
-		}
-		check(from, g.Snapshots[j], nil)
 	}
 }
 

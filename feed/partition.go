@@ -1,0 +1,352 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Partitioning of spilled rows: each level splits by the next bits of the
+// rows' 64-bit hashes, so rows of equal hash always land together.
+const (
+	partitionBits   = 4
+	partitionFanout = 1 << partitionBits
+	// maxPartitionLevel bounds the re-splitting of a partition still too
+	// large for the budget (rows of one hash cannot be split: a partition
+	// of those is processed in memory whatever its size).
+	maxPartitionLevel = 3
+)
+
+// partitioner gathers the rows of one or more sides (record batches of one
+// schema per side), each row with a 64-bit hash, and hands them back
+// partition by partition, every side's rows of equal hash in the same
+// partition. While its lease has room the rows stay in memory, as one
+// partition; once it has not, every row goes to partitionFanout run files
+// per side on disk (Arrow IPC, the hash as an extra column), and
+// partitions are read back one at a time.
+type partitioner struct {
+	ctx     context.Context
+	mem     memory.Allocator
+	spill   *spillDir
+	lease   *lease
+	schemas []*arrow.Schema
+	level   int
+
+	// In memory, per side.
+	held   [][]arrow.RecordBatch
+	hashes [][][]uint64
+	bytes  int64 // held by the batches in memory (within the lease)
+	// Spilled: runs[partition][side], nil while in memory.
+	runs [][]*runWriter
+}
+
+func newPartitioner(ctx context.Context, mem memory.Allocator, spill *spillDir, l *lease, level int,
+	schemas ...*arrow.Schema) *partitioner {
+	return &partitioner{ctx: ctx, mem: mem, spill: spill, lease: l, schemas: schemas, level: level,
+		held: make([][]arrow.RecordBatch, len(schemas)), hashes: make([][][]uint64, len(schemas))}
+}
+
+// recordSize is the memory a batch holds.
+func recordSize(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		n += wholeSize(c.Data())
+	}
+	return n
+}
+
+// add takes over rec (a batch of side's schema) with one hash per row.
+func (p *partitioner) add(side int, rec arrow.RecordBatch, hashes []uint64) error {
+	if rec.NumRows() == 0 {
+		rec.Release()
+		return nil
+	}
+	if p.runs == nil {
+		size := recordSize(rec) + int64(8*len(hashes))
+		if p.lease.grow(size) {
+			p.held[side] = append(p.held[side], rec)
+			p.hashes[side] = append(p.hashes[side], hashes)
+			p.bytes += size
+			return nil
+		}
+		if err := p.spillHeld(); err != nil {
+			rec.Release()
+			return err
+		}
+	}
+	defer rec.Release()
+	return p.write(side, rec, hashes)
+}
+
+// spilled reports whether the rows went to disk.
+func (p *partitioner) spilled() bool { return p.runs != nil }
+
+// spillHeld writes the rows held in memory to the partition runs and frees
+// their memory.
+func (p *partitioner) spillHeld() error {
+	p.runs = make([][]*runWriter, partitionFanout)
+	for part := range p.runs {
+		p.runs[part] = make([]*runWriter, len(p.schemas))
+	}
+	for side := range p.held {
+		for i, rec := range p.held[side] {
+			err := p.write(side, rec, p.hashes[side][i])
+			rec.Release()
+			p.held[side][i] = nil
+			if err != nil {
+				return err
+			}
+		}
+		p.held[side], p.hashes[side] = nil, nil
+	}
+	p.lease.shrink(p.bytes)
+	p.bytes = 0
+	return nil
+}
+
+// partitionOf returns the partition of a hash at the partitioner's level.
+func (p *partitioner) partitionOf(h uint64) int {
+	return int(h>>(64-partitionBits*(p.level+1))) & (partitionFanout - 1)
+}
+
+// write appends the rows of rec to their partitions' runs.
+func (p *partitioner) write(side int, rec arrow.RecordBatch, hashes []uint64) error {
+	var idx [partitionFanout][]int32
+	for r, h := range hashes {
+		part := p.partitionOf(h)
+		idx[part] = append(idx[part], int32(r))
+	}
+	for part, rows := range idx {
+		if len(rows) == 0 {
+			continue
+		}
+		if err := p.writeRows(part, side, rec, hashes, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *partitioner) writeRows(part, side int, rec arrow.RecordBatch, hashes []uint64, rows []int32) error {
+	w := p.runs[part][side]
+	if w == nil {
+		var err error
+		if w, err = p.spill.newRun(withHashColumn(p.schemas[side])); err != nil {
+			return err
+		}
+		p.runs[part][side] = w
+	}
+	hb := array.NewUint64Builder(p.mem)
+	defer hb.Release()
+	hb.Reserve(len(rows))
+	for _, r := range rows {
+		hb.UnsafeAppend(hashes[r])
+	}
+	hcol := hb.NewArray()
+	defer hcol.Release()
+	var cols []arrow.Array
+	if len(rows) == int(rec.NumRows()) {
+		cols = append(append(cols, rec.Columns()...), hcol)
+		out := array.NewRecordBatch(w.schema, cols, int64(len(rows)))
+		defer out.Release()
+		return w.write(out)
+	}
+	ib := array.NewInt32Builder(p.mem)
+	ib.AppendValues(rows, nil)
+	indices := ib.NewArray()
+	ib.Release()
+	defer indices.Release()
+	taken, err := compute.Take(compute.WithAllocator(p.ctx, p.mem), *compute.DefaultTakeOptions(),
+		compute.NewDatumWithoutOwning(rec), compute.NewDatumWithoutOwning(indices))
+	if err != nil {
+		return fmt.Errorf("partition rows: %w", err)
+	}
+	defer taken.Release()
+	sub := taken.(*compute.RecordDatum).Value
+	cols = append(append(cols, sub.Columns()...), hcol)
+	out := array.NewRecordBatch(w.schema, cols, int64(len(rows)))
+	defer out.Release()
+	return w.write(out)
+}
+
+// withHashColumn appends the hash column to a schema.
+func withHashColumn(s *arrow.Schema) *arrow.Schema {
+	fields := append(append([]arrow.Field(nil), s.Fields()...),
+		arrow.Field{Name: "_sluice_hash", Type: arrow.PrimitiveTypes.Uint64})
+	return arrow.NewSchema(fields, nil)
+}
+
+// partition is the rows of one partition, per side: batches and the hash
+// of each row.
+type partition struct {
+	batches [][]arrow.RecordBatch
+	hashes  [][][]uint64
+}
+
+func (pt *partition) release() {
+	for _, side := range pt.batches {
+		for _, rec := range side {
+			rec.Release()
+		}
+	}
+}
+
+// each hands every partition to fn, in memory, one at a time; the batches
+// are released when fn returns. A spilled partition larger than the budget
+// allows is split again by the next bits of the hashes (up to
+// maxPartitionLevel).
+func (p *partitioner) each(fn func(partition) error) error {
+	if p.runs == nil {
+		pt := partition{batches: p.held, hashes: p.hashes}
+		p.held, p.hashes = make([][]arrow.RecordBatch, len(p.schemas)), make([][][]uint64, len(p.schemas))
+		defer func() {
+			pt.release()
+			p.lease.shrink(p.bytes)
+			p.bytes = 0
+		}()
+		return fn(pt)
+	}
+	runs := p.runs
+	p.runs = nil
+	finished := make([][]*run, len(runs))
+	defer func() {
+		for _, sides := range finished {
+			for _, r := range sides {
+				r.close()
+			}
+		}
+	}()
+	for part, sides := range runs {
+		finished[part] = make([]*run, len(sides))
+		for side, w := range sides {
+			if w == nil {
+				continue
+			}
+			r, err := w.finish()
+			if err != nil {
+				return err
+			}
+			finished[part][side] = r
+		}
+	}
+	for part := range finished {
+		if err := p.eachRun(finished[part], fn); err != nil {
+			return err
+		}
+		for _, r := range finished[part] {
+			r.close()
+		}
+		finished[part] = nil
+	}
+	return nil
+}
+
+// eachRun processes one spilled partition: in memory when the budget has
+// room for it, else split again.
+func (p *partitioner) eachRun(sides []*run, fn func(partition) error) error {
+	var rows int64
+	for _, r := range sides {
+		if r != nil {
+			rows += r.rows
+		}
+	}
+	if rows == 0 {
+		return nil
+	}
+	if p.level+1 < maxPartitionLevel {
+		// Re-split through a partitioner of the next level: it keeps the
+		// rows in memory while the lease has room, and spills again when
+		// not.
+		child := newPartitioner(p.ctx, p.mem, p.spill, p.lease, p.level+1, p.schemas...)
+		defer child.close()
+		if err := child.load(sides); err != nil {
+			return err
+		}
+		return child.each(fn)
+	}
+	// The last level: rows of one hash cannot be split further.
+	pt := partition{batches: make([][]arrow.RecordBatch, len(sides)), hashes: make([][][]uint64, len(sides))}
+	var size int64
+	defer func() {
+		pt.release()
+		p.lease.shrink(size)
+	}()
+	for side, r := range sides {
+		if r == nil {
+			continue
+		}
+		for i := range r.batches {
+			rec, h, err := readHashed(r, i, p.schemas[side])
+			if err != nil {
+				return err
+			}
+			n := recordSize(rec) + int64(8*len(h))
+			p.lease.force(n)
+			size += n
+			pt.batches[side] = append(pt.batches[side], rec)
+			pt.hashes[side] = append(pt.hashes[side], h)
+		}
+	}
+	return fn(pt)
+}
+
+// load adds the rows of spilled runs (one per side, nil: none).
+func (p *partitioner) load(sides []*run) error {
+	for side, r := range sides {
+		if r == nil {
+			continue
+		}
+		for i := range r.batches {
+			rec, h, err := readHashed(r, i, p.schemas[side])
+			if err != nil {
+				return err
+			}
+			if err := p.add(side, rec, h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readHashed reads batch i of a run and splits off its hash column.
+func readHashed(r *run, i int, schema *arrow.Schema) (arrow.RecordBatch, []uint64, error) {
+	rec, err := r.batch(i)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rec.Release()
+	n := int(rec.NumCols()) - 1
+	hcol, ok := rec.Column(n).(*array.Uint64)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: a run lacks its hash column", ErrSpill)
+	}
+	hashes := append([]uint64(nil), hcol.Uint64Values()...)
+	out := array.NewRecordBatch(schema, rec.Columns()[:n], rec.NumRows())
+	return out, hashes, nil
+}
+
+// close releases what the partitioner still holds (its runs' files are
+// removed with the spill directory).
+func (p *partitioner) close() {
+	for side := range p.held {
+		for _, rec := range p.held[side] {
+			rec.Release()
+		}
+	}
+	p.held = nil
+	p.lease.shrink(p.bytes)
+	p.bytes = 0
+	for _, sides := range p.runs {
+		for _, w := range sides {
+			if w != nil {
+				w.abort()
+			}
+		}
+	}
+	p.runs = nil
+}

@@ -1,0 +1,89 @@
+package feed
+
+import (
+	"errors"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// errStop unwinds a read whose consumer stopped taking batches.
+var errStop = errors.New("feed: consumer stopped")
+
+// spool holds assembled change batches on disk by group (a snapshot and a
+// kind of change), when the changes of a snapshot or window come out of
+// their partitions in an order the stream must not have: it is read back
+// group by group, in the order the stream needs.
+type spool struct {
+	w      *runWriter
+	groups map[int][]int // group → batches, in the order added
+	n      int
+}
+
+func newSpool(spill *spillDir, schema *arrow.Schema) (*spool, error) {
+	w, err := spill.newRun(schema)
+	if err != nil {
+		return nil, err
+	}
+	return &spool{w: w, groups: map[int][]int{}}, nil
+}
+
+// add writes a batch (which stays the caller's) to a group.
+func (s *spool) add(group int, rec arrow.RecordBatch) error {
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	if err := s.w.write(rec); err != nil {
+		return err
+	}
+	s.groups[group] = append(s.groups[group], s.n)
+	s.n++
+	return nil
+}
+
+// emit streams the spooled batches of each snapshot of the plan (groups
+// snapshot*changeKinds+kind, kinds in order), ending every snapshot with a
+// complete batch (a 0-row one when it has none). It returns false when the
+// sequence must stop.
+func (s *spool) emit(asm *assembler, snapshots []SnapshotPlan, yield func(Batch, error) bool) bool {
+	r, err := s.w.finish()
+	s.w = nil
+	if err != nil {
+		yield(Batch{}, err)
+		return false
+	}
+	defer r.close()
+	for i, sp := range snapshots {
+		var last arrow.RecordBatch
+		for kind := range changeKinds {
+			for _, b := range s.groups[i*changeKinds+kind] {
+				rec, err := r.batch(b)
+				if err != nil {
+					if last != nil {
+						last.Release()
+					}
+					yield(Batch{}, err)
+					return false
+				}
+				if last != nil && !yield(Batch{Record: last, Snapshot: sp.Snapshot}, nil) {
+					rec.Release()
+					return false
+				}
+				last = rec
+			}
+		}
+		if last == nil {
+			last = asm.empty()
+		}
+		if !yield(Batch{Record: last, Snapshot: sp.Snapshot, SnapshotComplete: true}, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *spool) close() {
+	if s.w != nil {
+		s.w.abort()
+		s.w = nil
+	}
+}
