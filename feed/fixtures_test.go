@@ -118,9 +118,10 @@ func TestFixtures(t *testing.T) {
 							s.SnapshotID, s.Statement, len(changes), fxOps(changes))
 					}
 					// A full image both deleted and inserted by one
-					// snapshot is no change (SPEC §1): a carry-over row
-					// of a rewritten file that leaked, or a row that a
-					// merge-on-read statement rewrote unchanged.
+					// snapshot is no change (docs/PROTOCOL.md): a
+					// carry-over row of a rewritten file that leaked, or
+					// a row that a merge-on-read statement rewrote
+					// unchanged.
 					dels, ins := fxState{}, fxState{}
 					for _, c := range changes {
 						if c.before != "" {
