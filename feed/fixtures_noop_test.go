@@ -2,10 +2,11 @@ package feed_test
 
 // "Unchanged rows are no change" (docs/PROTOCOL.md): within one snapshot,
 // a row deleted and inserted again with every value unchanged is no
-// change, whatever the write mode. Spark's merge-on-read UPDATE and MERGE write a position delete (v2) or deletion
-// vector (v3) and a new copy for every row they match, changed or not
-// (spark_mor_noop_v2, spark_mor_noop_v3); copy-on-write writers carry the
-// unchanged rows of a rewritten file over. Neither may show in the feed.
+// change, whatever the write mode. Spark's merge-on-read UPDATE and MERGE
+// write a position delete (v2) or deletion vector (v3) and a new copy for
+// every row they match, changed or not (spark_mor_noop_v2,
+// spark_mor_noop_v3); copy-on-write writers carry the unchanged rows of a
+// rewritten file over. Neither may show in the feed.
 
 import (
 	"fmt"
