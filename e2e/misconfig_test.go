@@ -50,13 +50,13 @@ func refused(t *testing.T, env []string, args ...string) string {
 			return out.String()
 		case <-deadline:
 			_ = cmd.Process.Kill()
-			<-done
+			t.Logf("killed: %v", <-done)
 			t.Fatalf("flightd %v neither served nor exited within a minute:\n%s", args, out)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
 			_ = cmd.Process.Kill()
-			<-done
+			t.Logf("killed: %v", <-done)
 			t.Fatalf("flightd %v started serving, want a refusal:\n%s", args, out)
 		}
 	}

@@ -119,7 +119,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return fmt.Errorf("--listen %s: %w", cfg.Listen, listenError(err))
 	}
 	addr := lis.Addr().String()
 	serveErr := make(chan error, 1)
@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 func serveMetrics(addr string, profiles bool, m *server.Metrics, log *slog.Logger) (stop func(), err error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, listenError(err))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
@@ -192,6 +192,17 @@ func serveMetrics(addr string, profiles bool, m *server.Metrics, log *slog.Logge
 	}()
 	log.Info("serving metrics", "address", lis.Addr().String())
 	return func() { _ = hs.Close() }, nil
+}
+
+// listenError is the reason of a failed listen, without the address that
+// the net package repeats ("listen tcp 127.0.0.1:8815: bind: address
+// already in use").
+func listenError(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err
+	}
+	return err
 }
 
 // tuneRuntime applies the collector settings, unless GOGC or GOMEMLIMIT

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,28 @@ func TestRunRefusesMissingWarehouse(t *testing.T) {
 	cfg.Progress.DSN = filepath.Join(dir, "p.db")
 	if err := checkProgressDir(cfg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunListenInUse: an address in use is named once, by its flag.
+func TestRunListenInUse(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	addr := lis.Addr().String()
+	for _, flags := range [][]string{
+		{"--listen", addr},
+		{"--listen", "127.0.0.1:0", "--metrics-listen", addr},
+	} {
+		cfg, err := LoadConfig(append(flags, "--warehouse", t.TempDir()), nil, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = Run(context.Background(), cfg, io.Discard)
+		if err == nil || strings.Count(err.Error(), addr) != 1 || !strings.HasPrefix(err.Error(), flags[len(flags)-2]+" "+addr) {
+			t.Errorf("%v: %v", flags, err)
+		}
 	}
 }
