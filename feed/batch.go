@@ -247,42 +247,11 @@ func (a *assembler) prepare(s Snapshot, n int) {
 	a.snapCol, a.tsCol, a.constFor = sb.NewArray(), tb.NewArray(), s.ID
 }
 
-// changes assembles change batches of snapshot s from images: befores and
-// afters are struct arrays of images (the rows of dels and ins), and each
-// change names its op and the rows of its images (-1: none). The returned
-// records are the caller's to release.
-func (a *assembler) changes(ctx context.Context, befores, afters arrow.Array, rows []change, s Snapshot) ([]arrow.RecordBatch, error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	perRow := int64(1)
-	if n := befores.Len(); n > 0 {
-		perRow += dataSize(befores.Data(), 0, n) / int64(n)
-	}
-	if n := afters.Len(); n > 0 {
-		perRow += dataSize(afters.Data(), 0, n) / int64(n)
-	}
-	chunk := int(min(int64(a.maxRows), max(1, a.maxBytes/(perRow*2))))
-	var out []arrow.RecordBatch
-	release := func() {
-		for _, r := range out {
-			r.Release()
-		}
-	}
-	for start := 0; start < len(rows); start += chunk {
-		r, err := a.assembleChanges(ctx, befores, afters, rows[start:min(start+chunk, len(rows))], s)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// changesEach is changes handing each batch to emit as soon as it is
-// assembled (emit owns it), so that a snapshot's output is never held
-// whole.
+// changesEach assembles change batches of snapshot s from images, and
+// hands each to emit (which takes it over) as soon as it is assembled, so
+// that a snapshot's output is never held whole: befores and afters are
+// struct arrays of images, and each change names its op and the rows of
+// its images (-1: none).
 func (a *assembler) changesEach(ctx context.Context, befores, afters arrow.Array, rows []change, s Snapshot,
 	emit func(arrow.RecordBatch) error) error {
 	if len(rows) == 0 {

@@ -54,48 +54,84 @@ func newDeleteIndex(fs iceio.IO, mem memory.Allocator, table string) *deleteInde
 		eq: map[string]map[string]struct{}{}, eqValues: map[string][][]any{}, dv: map[string]*roaring.Bitmap{}}
 }
 
-// deleted returns the positions of the file (of rows rows) that task's
-// delete files delete: position deletes, deletion vectors, and the rows of
-// data that equality deletes hit (rows not in data are not evaluated
-// against equality deletes). keyCol resolves an equality field id to the
-// data's column. The caller owns the bitmap.
-func (x *deleteIndex) deleted(ctx context.Context, task *table.FileScanTask, data *fileData, rows int,
-	keyCol func(fieldID int) (int, error)) (*roaring.Bitmap, error) {
+// fileDeletes is what one side's delete files (before or after a
+// snapshot) delete in one data file: positions (position deletes and
+// deletion vectors) and keys (equality deletes), evaluated batch by batch
+// as the file is read.
+type fileDeletes struct {
+	positions *roaring.Bitmap
+	eq        []eqDeletes
+}
+
+// eqDeletes is one equality delete file: the keys it deletes over its
+// equality fields.
+type eqDeletes struct {
+	file   string
+	fields []int
+	keys   map[string]struct{}
+}
+
+// forTask returns what task's delete files delete in its data file (of
+// rows rows).
+func (x *deleteIndex) forTask(ctx context.Context, task *table.FileScanTask, rows int) (*fileDeletes, error) {
 	mask, err := x.positionMask(task, task.File.FilePath(), rows, ctx)
 	if err != nil {
 		return nil, err
 	}
+	out := &fileDeletes{positions: mask}
 	for _, df := range task.EqualityDeleteFiles {
 		keys, err := x.equalityDeletes(ctx, df)
 		if err != nil {
 			return nil, err
 		}
-		if len(keys) == 0 {
-			continue
+		if len(keys) > 0 {
+			out.eq = append(out.eq, eqDeletes{file: df.FilePath(), fields: df.EqualityFieldIDs(), keys: keys})
 		}
-		cols := make([]int, len(df.EqualityFieldIDs()))
-		for i, id := range df.EqualityFieldIDs() {
-			if cols[i], err = keyCol(id); err != nil {
-				return nil, fmt.Errorf("equality delete file %s: %w", df.FilePath(), err)
+	}
+	return out, nil
+}
+
+// deleted reports, for each row of rec (the file's rows from position
+// first on), whether the delete files delete it. keyCol resolves an
+// equality field id to rec's column.
+func (fd *fileDeletes) deleted(rec arrow.RecordBatch, first int, keyCol func(fieldID int) (int, error)) ([]bool, error) {
+	n := int(rec.NumRows())
+	out := make([]bool, n)
+	if !fd.positions.IsEmpty() {
+		it := fd.positions.Iterator()
+		it.AdvanceIfNeeded(uint32(first))
+		for it.HasNext() {
+			p := int(it.Next()) - first
+			if p >= n {
+				break
 			}
+			out[p] = true
+		}
+	}
+	for _, eq := range fd.eq {
+		arrs := make([]arrow.Array, len(eq.fields))
+		for i, id := range eq.fields {
+			c, err := keyCol(id)
+			if err != nil {
+				return nil, fmt.Errorf("equality delete file %s: %w", eq.file, err)
+			}
+			arrs[i] = rec.Column(c)
 		}
 		var key []byte
-		for b, rec := range data.batches {
-			arrs := make([]arrow.Array, len(cols))
-			for i, c := range cols {
-				arrs[i] = rec.Column(c)
+		var err error
+		for r := range n {
+			if out[r] {
+				continue
 			}
-			for r := range int(rec.NumRows()) {
-				if key, err = rowKey(key[:0], arrs, r); err != nil {
-					return nil, err
-				}
-				if _, ok := keys[string(key)]; ok {
-					mask.Add(uint32(data.first[b] + r))
-				}
+			if key, err = rowKey(key[:0], arrs, r); err != nil {
+				return nil, err
+			}
+			if _, ok := eq.keys[string(key)]; ok {
+				out[r] = true
 			}
 		}
 	}
-	return mask, nil
+	return out, nil
 }
 
 // positionMask returns the positions of dataPath (of rows rows) that

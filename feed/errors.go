@@ -38,6 +38,13 @@ var (
 	ErrUnreadable = errors.New("feed: unreadable table file")
 	// ErrStorageUnavailable reports storage that could not be reached.
 	ErrStorageUnavailable = errors.New("feed: storage unavailable")
+	// ErrInternal reports a bug met during a read: a panic, contained to the
+	// read it happened in (see PanicError).
+	ErrInternal = errors.New("feed: internal error")
+	// ErrSpill reports a failure to write or read the temporary files of a
+	// read whose changes exceeded the memory budget (a full or unwritable
+	// spill directory).
+	ErrSpill = errors.New("feed: spill to disk failed")
 	// ErrTooLarge reports a single row too large to fit in one batch.
 	ErrTooLarge = errors.New("feed: row too large")
 )

@@ -46,7 +46,7 @@ type netImage struct {
 func (e *Engine) readNet(ctx context.Context, p *Plan, inner iter.Seq2[Batch, error], yield func(Batch, error) bool) {
 	mem := e.opts.Allocator
 	spill := newSpillDir(e.opts.SpillDir, mem, &e.stats)
-	defer spill.close()
+	defer func() { _ = spill.close() }() // best effort: a temporary directory
 	l := e.budget.lease()
 	defer l.free()
 	part := newPartitioner(ctx, mem, spill, l, 0, p.wide)

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -78,7 +79,9 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 		for _, sp := range p.Snapshots {
 			if sp.diffs != nil {
 				var err error
-				if diffs, err = newDiffReader(ctx, e.opts.Allocator, p, e.opts.ReadConcurrency, &e.stats); err != nil {
+				spill := newSpillDir(e.opts.SpillDir, e.opts.Allocator, &e.stats)
+				defer func() { _ = spill.close() }() // best effort: a temporary directory
+				if diffs, err = newDiffReader(ctx, e, p, spill); err != nil {
 					yield(Batch{}, err)
 					return
 				}
@@ -180,7 +183,13 @@ func (r *readAhead) start(ctx context.Context, sp SnapshotPlan, w int) {
 				return false
 			}
 		}
-		r.e.readSnapshot(ctx, r.scan, r.diffs, r.rf, st.asm, r.p, sp, r.fold, send)
+		err := guard(func() error {
+			r.e.readSnapshot(ctx, r.scan, r.diffs, r.rf, st.asm, r.p, sp, r.fold, send)
+			return nil
+		})
+		if err != nil {
+			send(Batch{}, err)
+		}
 	}()
 }
 
@@ -247,12 +256,17 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 	}
 
 	if sp.diffs != nil {
-		out, err := diffs.changes(ctx, asm, p, sp, rf, fold)
+		err := diffs.changes(ctx, asm, p, sp, rf, fold, func(rec arrow.RecordBatch) error {
+			if !push([]arrow.RecordBatch{rec}) {
+				return errStop
+			}
+			return nil
+		})
+		if errors.Is(err, errStop) {
+			return false
+		}
 		if err != nil {
 			return fail(err)
-		}
-		if !push(out) {
-			return false
 		}
 	}
 	if len(sp.tasks) > 0 {

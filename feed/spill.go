@@ -2,7 +2,6 @@ package feed
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,13 +62,6 @@ func (s *spillDir) close() error {
 	err := os.RemoveAll(s.dir)
 	s.dir = ""
 	return err
-}
-
-// used reports whether anything was spilled.
-func (s *spillDir) used() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n > 0
 }
 
 // runWriter writes record batches of one schema to an Arrow IPC file.
@@ -160,8 +152,3 @@ func (r *run) close() {
 	r.r.Close()
 	r.f.Close()
 }
-
-// ErrSpill reports a failure to write or read the temporary files of a
-// read that exceeded the memory budget (a full or unwritable spill
-// directory).
-var ErrSpill = errors.New("feed: spill to disk failed")

@@ -81,6 +81,29 @@ func (s *spool) emit(asm *assembler, snapshots []SnapshotPlan, yield func(Batch,
 	return true
 }
 
+// each streams the spooled batches of the given groups, in order, to fn,
+// which takes over each batch.
+func (s *spool) each(groups []int, fn func(arrow.RecordBatch) error) error {
+	r, err := s.w.finish()
+	s.w = nil
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	for _, g := range groups {
+		for _, b := range s.groups[g] {
+			rec, err := r.batch(b)
+			if err != nil {
+				return err
+			}
+			if err := fn(rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (s *spool) close() {
 	if s.w != nil {
 		s.w.abort()

@@ -1,0 +1,458 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+)
+
+// changeSet holds changed rows of one snapshot as full-width rows (every
+// column of the end schema, or the columns the changes need): the rows it
+// deletes and the rows it inserts.
+type changeSet struct {
+	dels, ins []arrow.RecordBatch
+}
+
+// changes streams a snapshot's changes that the filter (nil: none)
+// selects to emit, which takes over each batch, in order: deletes, then
+// update pairs, then inserts.
+//
+// A snapshot that inserts no row (no added data file, no removed delete
+// file) streams its deletes file by file as they are read. One that may
+// both delete and insert rows gathers them by hash (of the identity
+// columns, else of the whole row) within the engine's memory budget,
+// spilling to disk past it, and cancels carry-over rows and pairs updates
+// partition by partition: rows equal in every column, and so in their
+// identity, always meet in one partition.
+func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *rowFilter,
+	fold bool, emit func(arrow.RecordBatch) error) error {
+	d.serial.Lock()
+	defer d.serial.Unlock()
+	scan := d.full
+	if d.narrow != nil && !sp.rewrites {
+		scan = d.narrow // carry-over compares whole rows; nothing else does
+	}
+	if !sp.rewrites {
+		return d.eachFile(ctx, sp, scan, func(side int, rec arrow.RecordBatch) error {
+			defer rec.Release()
+			if side != sideDeleted {
+				return fmt.Errorf("feed: snapshot %d inserts rows its plan says it cannot", sp.ID)
+			}
+			cs := &changeSet{dels: []arrow.RecordBatch{rec}}
+			return d.emitChanges(ctx, asm, p, sp, rf, fold, cs, emit)
+		})
+	}
+
+	l := d.budget.lease()
+	defer l.free()
+	var part *partitioner
+	defer func() {
+		if part != nil {
+			part.close()
+		}
+	}()
+	rh := newRowHasher()
+	var hashCols []int
+	err := d.eachFile(ctx, sp, scan, func(side int, rec arrow.RecordBatch) error {
+		if part == nil {
+			part = newPartitioner(ctx, d.mem, d.spill, l, 0, rec.Schema(), rec.Schema())
+			hashCols = partitionColumns(rec.Schema(), p.Identity)
+		}
+		return part.add(side, rec, rh.hashes(rec, hashCols))
+	})
+	if err != nil || part == nil {
+		return err
+	}
+	if !part.spilled() {
+		return part.each(func(pt partition) error {
+			return d.emitChanges(ctx, asm, p, sp, rf, fold, &changeSet{dels: pt.batches[0], ins: pt.batches[1]}, emit)
+		})
+	}
+	// Spilled: each partition's deletes, pairs and inserts are spooled by
+	// kind, then streamed kind by kind.
+	out, err := newSpool(d.spill, asm.schema)
+	if err != nil {
+		return err
+	}
+	defer out.close()
+	err = part.each(func(pt partition) error {
+		cs := &changeSet{dels: pt.batches[0], ins: pt.batches[1]}
+		return d.emitChanges(ctx, asm, p, sp, rf, fold, cs, func(rec arrow.RecordBatch) error {
+			defer rec.Release()
+			return out.add(kindOf(rec.Column(0).(*array.String).Value(0)), rec)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return out.each([]int{kindDelete, kindPair, kindInsert}, emit)
+}
+
+// partitionColumns are the columns whose hash partitions a snapshot's
+// changed rows: the identity columns when every one is in the schema,
+// else every column.
+func partitionColumns(s *arrow.Schema, identity []string) []int {
+	var cols []int
+	for _, n := range identity {
+		idx := s.FieldIndices(n)
+		if len(idx) != 1 {
+			cols = nil
+			break
+		}
+		cols = append(cols, idx[0])
+	}
+	if len(cols) > 0 {
+		return cols
+	}
+	cols = make([]int, s.NumFields())
+	for i := range cols {
+		cols[i] = i
+	}
+	return cols
+}
+
+// emitChanges computes the changes of a change set held in memory (all of
+// a snapshot's rows, or all of one partition's): carry-over rows cancel,
+// deletes and inserts of one key pair, the filter applies. It emits them
+// as batches each of one kind, deletes first, then pairs, then inserts.
+func (d *diffReader) emitChanges(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *rowFilter,
+	fold bool, cs *changeSet, emit func(arrow.RecordBatch) error) error {
+	dels, ins := refs(cs.dels), refs(cs.ins)
+	var err error
+	if sp.rewrites {
+		if dels, ins, err = cancelCarryOver(cs, dels, ins); err != nil {
+			return err
+		}
+	}
+	rows, err := orderChanges(cs, dels, ins, identityColumns(cs, p.Identity), fold)
+	if err != nil {
+		return err
+	}
+	if rf != nil {
+		before, err := evalBatches(rf, cs.dels)
+		if err != nil {
+			return err
+		}
+		after, err := evalBatches(rf, cs.ins)
+		if err != nil {
+			return err
+		}
+		rows = filterChanges(rows, pick(before, globalIndex(cs.dels, dels)), pick(after, globalIndex(cs.ins, ins)))
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	// The images of the rows that remain, in the order of dels and ins.
+	befores, err := d.gather(ctx, asm, cs.dels, dels)
+	if err != nil {
+		return err
+	}
+	defer befores.Release()
+	afters, err := d.gather(ctx, asm, cs.ins, ins)
+	if err != nil {
+		return err
+	}
+	defer afters.Release()
+	for start := 0; start < len(rows); {
+		kind := kindOf(rows[start].op)
+		end := start
+		for end < len(rows) && kindOf(rows[end].op) == kind {
+			end++
+		}
+		if err := asm.changesEach(ctx, befores, afters, rows[start:end], sp.Snapshot, emit); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// rowRef names row r of batch b of a list of batches.
+type rowRef struct{ b, r int32 }
+
+// refs lists the rows of batches in order.
+func refs(batches []arrow.RecordBatch) []rowRef {
+	var out []rowRef
+	for b, rec := range batches {
+		for r := range int(rec.NumRows()) {
+			out = append(out, rowRef{int32(b), int32(r)})
+		}
+	}
+	return out
+}
+
+// keyOf encodes the given columns of a referenced row.
+func keyOf(buf []byte, batches []arrow.RecordBatch, ref rowRef, cols []int) ([]byte, error) {
+	rec := batches[ref.b]
+	var err error
+	for _, c := range cols {
+		if buf, err = appendKey(buf, rec.Column(c), int(ref.r)); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// cancelCarryOver removes the rows that the snapshot deleted and re-inserted
+// unchanged (a copy-on-write rewrite keeps the rows it did not change):
+// every inserted row equal, in every column, to a deleted row cancels one
+// such deleted row. It returns the remaining deleted and inserted rows.
+func cancelCarryOver(cs *changeSet, dels, ins []rowRef) ([]rowRef, []rowRef, error) {
+	if len(dels) == 0 || len(ins) == 0 {
+		return dels, ins, nil
+	}
+	cols := make([]int, cs.dels[0].NumCols())
+	for i := range cols {
+		cols[i] = i
+	}
+	// Deleted rows chained by hash, compared column by column on a match:
+	// no key is built for any row.
+	rh := newRowHasher()
+	delHash := make([][]uint64, len(cs.dels))
+	for b, rec := range cs.dels {
+		delHash[b] = rh.hashes(rec, cols)
+	}
+	next := make([]int32, len(dels))
+	head := make(map[uint64]int32, len(dels))
+	for i, ref := range dels {
+		h := delHash[ref.b][ref.r]
+		prev, ok := head[h]
+		if !ok {
+			prev = -1
+		}
+		next[i], head[h] = prev, int32(i)
+	}
+	insHash := make([][]uint64, len(cs.ins))
+	for b, rec := range cs.ins {
+		insHash[b] = rh.hashes(rec, cols)
+	}
+	same := newRowComparer(cs.dels, cs.ins, cols)
+	cancelled := make([]bool, len(dels))
+	var keptIns []rowRef
+	for _, ref := range ins {
+		match := int32(-1)
+		if c, ok := head[insHash[ref.b][ref.r]]; ok {
+			// The chain runs from the last deleted row to the first; cancel
+			// the first one still standing.
+			for ; c >= 0; c = next[c] {
+				d := dels[c]
+				if !cancelled[c] && same.equal(int(d.b), int(d.r), int(ref.b), int(ref.r)) {
+					match = c
+				}
+			}
+		}
+		if match >= 0 {
+			cancelled[match] = true
+			continue
+		}
+		keptIns = append(keptIns, ref)
+	}
+	var keptDels []rowRef
+	for i, ref := range dels {
+		if !cancelled[i] {
+			keptDels = append(keptDels, ref)
+		}
+	}
+	return keptDels, keptIns, nil
+}
+
+// change is one output row: an op and the rows of its images (-1: none).
+type change struct {
+	op            string
+	before, after int
+}
+
+// orderChanges arranges a snapshot's changes: deletes first, then update
+// pairs (each update_before immediately followed by its update_after), then
+// inserts. With identity columns, a deleted and an inserted row of the same
+// key pair up, in order; with fold, a pair becomes one update row. Indexes
+// are into dels and ins.
+func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, fold bool) ([]change, error) {
+	var out []change
+	pairOf := make([]int, len(ins)) // the deleted row an inserted row pairs with, or -1
+	for i := range pairOf {
+		pairOf[i] = -1
+	}
+	paired := make([]bool, len(dels))
+	if len(identity) > 0 && len(dels) > 0 && len(ins) > 0 {
+		byKey := map[string][]int{}
+		var key []byte
+		var err error
+		for i, ref := range dels {
+			if key, err = keyOf(key[:0], cs.dels, ref, identity); err != nil {
+				return nil, err
+			}
+			byKey[string(key)] = append(byKey[string(key)], i)
+		}
+		for i, ref := range ins {
+			if key, err = keyOf(key[:0], cs.ins, ref, identity); err != nil {
+				return nil, err
+			}
+			if q := byKey[string(key)]; len(q) > 0 {
+				pairOf[i], paired[q[0]] = q[0], true
+				byKey[string(key)] = q[1:]
+			}
+		}
+	}
+	for i := range dels {
+		if !paired[i] {
+			out = append(out, change{op: OpDelete, before: i, after: -1})
+		}
+	}
+	for i, d := range pairOf {
+		switch {
+		case d < 0:
+		case fold:
+			out = append(out, change{op: OpUpdate, before: d, after: i})
+		default:
+			out = append(out, change{op: OpUpdateBefore, before: d, after: -1},
+				change{op: OpUpdateAfter, before: -1, after: i})
+		}
+	}
+	for i, d := range pairOf {
+		if d < 0 {
+			out = append(out, change{op: OpInsert, before: -1, after: i})
+		}
+	}
+	return out, nil
+}
+
+// pick returns values[at[i]] for each i.
+func pick(values []truth, at []int) []truth {
+	out := make([]truth, len(at))
+	for i, g := range at {
+		out[i] = values[g]
+	}
+	return out
+}
+
+// filterChanges keeps the changes the filter selects: an insert whose
+// after-image matches, a delete whose before-image matches or is unknown
+// (null in a filtered column), and an update pair, whole, when either image
+// does. before and after are the filter's values on the rows the changes
+// index.
+func filterChanges(rows []change, before, after []truth) []change {
+	beforeMatches := func(c change) bool { return c.before >= 0 && before[c.before] != isFalse }
+	afterMatches := func(c change) bool { return c.after >= 0 && after[c.after] == isTrue }
+	out := rows[:0]
+	for i := 0; i < len(rows); i++ {
+		c := rows[i]
+		if c.op == OpUpdateBefore && i+1 < len(rows) {
+			pair := rows[i+1]
+			if beforeMatches(c) || afterMatches(pair) {
+				out = append(out, c, pair)
+			}
+			i++
+			continue
+		}
+		if beforeMatches(c) || afterMatches(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// evalBatches evaluates a filter on the rows of batches, in order.
+func evalBatches(rf *rowFilter, batches []arrow.RecordBatch) ([]truth, error) {
+	var out []truth
+	for _, rec := range batches {
+		v, err := rf.eval(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+// gather builds the projected images of the referenced rows, in order
+// (refs are ordered by batch, then row).
+func (d *diffReader) gather(ctx context.Context, asm *assembler, batches []arrow.RecordBatch, list []rowRef) (arrow.Array, error) {
+	if len(list) == 0 {
+		return array.MakeArrayOfNull(d.mem, asm.image, 0), nil
+	}
+	var parts []arrow.Array
+	defer func() {
+		for _, a := range parts {
+			a.Release()
+		}
+	}()
+	ctx = compute.WithAllocator(ctx, d.mem)
+	for i := 0; i < len(list); {
+		b := list[i].b
+		j := i
+		for j < len(list) && list[j].b == b {
+			j++
+		}
+		img, err := asm.imageOf(batches[b])
+		if err != nil {
+			return nil, err
+		}
+		if j-i == img.Len() {
+			parts = append(parts, img) // every row of the batch, in order
+		} else {
+			idx := array.NewInt32Builder(d.mem)
+			for _, ref := range list[i:j] {
+				idx.Append(ref.r)
+			}
+			indices := idx.NewArray()
+			idx.Release()
+			taken, err := compute.TakeArray(ctx, img, indices)
+			indices.Release()
+			img.Release()
+			if err != nil {
+				return nil, fmt.Errorf("gather images: %w", err)
+			}
+			parts = append(parts, taken)
+		}
+		i = j
+	}
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	out, err := array.Concatenate(parts, d.mem)
+	if err != nil {
+		return nil, fmt.Errorf("concatenate images: %w", err)
+	}
+	return out, nil
+}
+
+// globalIndex maps each referenced row to its index in the concatenation
+// of batches.
+func globalIndex(batches []arrow.RecordBatch, list []rowRef) []int {
+	offsets := make([]int, len(batches))
+	n := 0
+	for i, b := range batches {
+		offsets[i] = n
+		n += int(b.NumRows())
+	}
+	out := make([]int, len(list))
+	for i, ref := range list {
+		out[i] = offsets[ref.b] + int(ref.r)
+	}
+	return out
+}
+
+// identityColumns finds the identity columns in the changed rows.
+func identityColumns(cs *changeSet, identity []string) []int {
+	var rec arrow.RecordBatch
+	switch {
+	case len(cs.dels) > 0:
+		rec = cs.dels[0]
+	case len(cs.ins) > 0:
+		rec = cs.ins[0]
+	default:
+		return nil
+	}
+	var out []int
+	for _, n := range identity {
+		if idx := rec.Schema().FieldIndices(n); len(idx) == 1 {
+			out = append(out, idx[0])
+		}
+	}
+	return out
+}
