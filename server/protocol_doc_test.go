@@ -1,0 +1,508 @@
+package server
+
+// These tests keep docs/PROTOCOL.md, the wire contract users read, true
+// to the server: its request fields and examples, metadata keys, actions,
+// RPCs, start modes, limits and error table are read from the page and
+// checked against the code (protocol_live_test.go checks what a running
+// server returns).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sluicefeed/sluice/auth"
+	"github.com/sluicefeed/sluice/catalog"
+	"github.com/sluicefeed/sluice/feed"
+	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+	"github.com/sluicefeed/sluice/progress"
+)
+
+// The wire contract, and the Python client's error mapping it describes,
+// from this package.
+const (
+	protocolDoc    = "../docs/PROTOCOL.md"
+	pythonErrorsPy = "../clients/python/sluice/errors.py"
+)
+
+// docSentinels are the errors the server classifies, as codeOf names them,
+// each with a phrase of the situation cell of the error table row that
+// must describe it. TestProtocolDocErrorTable fails when codeOf classifies
+// an error missing here.
+var docSentinels = []struct {
+	name   string
+	err    error
+	phrase string
+}{
+	{"ErrBadRequest", ErrBadRequest, "a malformed request"},
+	{"feed.ErrInvalidRequest", feed.ErrInvalidRequest, "without a `table`"},
+	{"feed.ErrUnknownColumn", feed.ErrUnknownColumn, "an unknown column"},
+	{"feed.ErrInvalidFilter", feed.ErrInvalidFilter, "a bad filter"},
+	{"feed.ErrNotAncestor", feed.ErrNotAncestor, "not an ancestor"},
+	{"catalog.ErrInvalidName", catalog.ErrInvalidName, "a table name"},
+	{"feed.ErrSnapshotNotFound", feed.ErrSnapshotNotFound, "an unknown snapshot"},
+	{"catalog.ErrTableNotFound", catalog.ErrTableNotFound, "an unknown table"},
+	{"progress.ErrNotFound", progress.ErrNotFound, "without progress"},
+	{"feed.ErrResyncRequired", feed.ErrResyncRequired, "resync required"},
+	{"feed.ErrUnsupported", feed.ErrUnsupported, "a table feature"},
+	{"feed.ErrInconsistentSnapshot", feed.ErrInconsistentSnapshot, "disagree with its summary"},
+	{"feed.ErrUnreadable", feed.ErrUnreadable, "unreadable table file"},
+	{"ErrSchemaChanged", ErrSchemaChanged, "schema changed"},
+	{"feed.ErrTooLarge", feed.ErrTooLarge, "a single row"},
+	{"ErrMessageTooLarge", ErrMessageTooLarge, "would encode"},
+	{"ErrLimit", ErrLimit, "a server limit"},
+	{"ErrStalled", ErrStalled, "stopped reading"},
+	{"feed.ErrSpill", feed.ErrSpill, "cannot spill to disk"},
+	{"auth.ErrUnauthenticated", auth.ErrUnauthenticated, "credentials"},
+	{"auth.ErrPermissionDenied", auth.ErrPermissionDenied, "not granted"},
+	{"progress.ErrNotOwner", progress.ErrNotOwner, "another principal owns"},
+	{"catalog.ErrUnavailable", catalog.ErrUnavailable, "catalog or storage unreachable"},
+	{"feed.ErrStorageUnavailable", feed.ErrStorageUnavailable, "catalog or storage unreachable"},
+	{"progress.ErrUnavailable", progress.ErrUnavailable, "progress store unreachable"},
+	{"ErrShuttingDown", ErrShuttingDown, "shutting down"},
+	{"ErrNotImplemented", ErrNotImplemented, "not offered"},
+	{"context.Canceled", context.Canceled, "cancelled"},
+	{"context.DeadlineExceeded", context.DeadlineExceeded, "deadline"},
+	{"", errors.New("an error nothing classifies"), "a bug"},
+}
+
+func TestProtocolDocErrorTable(t *testing.T) {
+	doc := readProtocolDoc(t)
+	rows := docTable(t, doc, "situation", "gRPC code", "pyarrow raises", "the Python client raises")
+
+	driven := map[string]bool{}
+	for _, s := range docSentinels {
+		driven[s.name] = true
+	}
+	for _, name := range classifiedSentinels(t) {
+		if !driven[name] {
+			t.Errorf("codeOf classifies %s, which docSentinels does not drive through the error table: add it, "+
+				"and its row to %s", name, protocolDoc)
+		}
+	}
+
+	hit := make([]bool, len(rows))
+	for _, s := range docSentinels {
+		err := fmt.Errorf("context of the failure: %w", s.err)
+		got := codeOf(toStatus(err))
+		var match []int
+		for i, row := range rows {
+			if strings.Contains(row[0], s.phrase) {
+				match = append(match, i)
+			}
+		}
+		if len(match) != 1 {
+			t.Errorf("%s: %d rows of the error table mention %q; want one", s.name, len(match), s.phrase)
+			continue
+		}
+		hit[match[0]] = true
+		if want := docCode(t, rows[match[0]][1]); got != want {
+			t.Errorf("%s (%q) is %s; the error table says %s", s.name, rows[match[0]][0], got, want)
+		}
+	}
+	pyTypes, pyClasses := pythonErrorMapping(t)
+	for i, row := range rows {
+		if !hit[i] {
+			t.Errorf("no error the server classifies is the row %q", row[0])
+		}
+		code := docCode(t, row[1])
+		name := row[1]
+		if !slices.Contains(pyTypes[name], row[2]) {
+			t.Errorf("%s: the table says pyarrow raises %s; the Python client expects one of %v", code, row[2],
+				pyTypes[name])
+		}
+		want, ok := pyClasses[name]
+		if !ok {
+			want = "sluice.SluiceError"
+		}
+		if row[3] != want {
+			t.Errorf("%s: the table says the Python client raises %s; it raises %s", code, row[3], want)
+		}
+	}
+}
+
+// classifiedSentinels returns the errors codeOf tests with errors.Is, as
+// written there ("feed.ErrInvalidRequest").
+func classifiedSentinels(t *testing.T) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, decl := range f.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Name.Name != "codeOf" {
+			continue
+		}
+		ast.Inspect(fn, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 2 {
+				return true
+			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Is" {
+				return true
+			}
+			switch a := call.Args[1].(type) {
+			case *ast.Ident:
+				out = append(out, a.Name)
+			case *ast.SelectorExpr:
+				out = append(out, a.X.(*ast.Ident).Name+"."+a.Sel.Name)
+			}
+			return true
+		})
+	}
+	if len(out) == 0 {
+		t.Fatal("errors.go: codeOf tests no error with errors.Is")
+	}
+	return out
+}
+
+// docCode parses a code as the contract writes it (INVALID_ARGUMENT).
+func docCode(t *testing.T, name string) codes.Code {
+	t.Helper()
+	var c codes.Code
+	if err := c.UnmarshalJSON([]byte(`"` + name + `"`)); err != nil {
+		t.Fatalf("%q is not a gRPC code name: %v", name, err)
+	}
+	return c
+}
+
+var (
+	pyTypeCodes = regexp.MustCompile(`\((flight|pa)\.(\w+), \(([^)]*)\)\)`)
+	pyQuoted    = regexp.MustCompile(`"(\w+)"`)
+	pyClass     = regexp.MustCompile(`(?m)^class (\w+)\(`)
+	pyDefault   = regexp.MustCompile(`default_code = "(\w+)"`)
+)
+
+// pythonErrorMapping reads the Python client's error mapping: the pyarrow
+// exception types that can stand for each code, and the SluiceError
+// subclass of each code that has its own.
+func pythonErrorMapping(t *testing.T) (types map[string][]string, classes map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(pythonErrorsPy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	types = map[string][]string{}
+	for _, m := range pyTypeCodes.FindAllStringSubmatch(src, -1) {
+		typ := map[string]string{"flight": "pyarrow.flight.", "pa": "pyarrow."}[m[1]] + m[2]
+		for _, q := range pyQuoted.FindAllStringSubmatch(m[3], -1) {
+			types[q[1]] = append(types[q[1]], typ)
+		}
+	}
+	classes = map[string]string{}
+	locs := pyClass.FindAllStringSubmatchIndex(src, -1)
+	for i, loc := range locs {
+		end := len(src)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		name := src[loc[2]:loc[3]]
+		if d := pyDefault.FindStringSubmatch(src[loc[1]:end]); d != nil && name != "SluiceError" {
+			classes[d[1]] = "sluice." + name
+		}
+	}
+	if len(types) == 0 || len(classes) == 0 {
+		t.Fatalf("%s: found no pyarrow types (%d) or classes (%d)", pythonErrorsPy, len(types), len(classes))
+	}
+	return types, classes
+}
+
+func TestProtocolDocRequestFields(t *testing.T) {
+	doc := readProtocolDoc(t)
+	fields := (&sluicev1.ChangeRequest{}).ProtoReflect().Descriptor().Fields()
+	documented := map[string]bool{}
+	for _, row := range docTable(t, doc, "field", "JSON alias", "type", "meaning") {
+		documented[row[0]] = true
+		fd := fields.ByName(protoreflect.Name(row[0]))
+		if fd == nil {
+			t.Errorf("the contract documents the field %q, which ChangeRequest lacks", row[0])
+			continue
+		}
+		if row[1] != fd.JSONName() {
+			t.Errorf("field %s: the contract gives the JSON alias %q; protojson's is %q", row[0], row[1], fd.JSONName())
+		}
+		typ := fd.Kind().String()
+		switch {
+		case fd.IsList():
+			typ = "repeated " + typ
+		case fd.HasOptionalKeyword():
+			typ = "optional " + typ
+		}
+		if row[2] != typ {
+			t.Errorf("field %s: the contract says %q; the proto says %q", row[0], row[2], typ)
+		}
+	}
+	for i := range fields.Len() {
+		if name := string(fields.Get(i).Name()); !documented[name] {
+			t.Errorf("ChangeRequest.%s is not in the request table of %s", name, protocolDoc)
+		}
+	}
+}
+
+// checkWire decodes and validates a request as the server does before it
+// reads any table.
+func checkWire(b []byte) error {
+	req, err := DecodeRequest(b)
+	if err != nil {
+		return err
+	}
+	if isStream(req) {
+		_, err = parseStream(req)
+	} else {
+		_, err = feedRequest(req)
+	}
+	return err
+}
+
+func TestProtocolDocRequestExamples(t *testing.T) {
+	doc := readProtocolDoc(t)
+	for _, line := range docBlock(t, doc, "json accepted") {
+		if err := checkWire([]byte(line)); err != nil {
+			t.Errorf("the contract accepts %s; the server says: %v", line, err)
+		}
+	}
+	for _, row := range docTable(t, doc, "rejected request", "why") {
+		err := checkWire([]byte(row[0]))
+		if got := codeOf(err); err == nil || got != codes.InvalidArgument {
+			t.Errorf("the contract refuses %s (%s) with INVALID_ARGUMENT; the server gives %v (%s)", row[0], row[1],
+				err, got)
+		}
+	}
+
+	var first *sluicev1.ChangeRequest
+	for _, line := range docBlock(t, doc, "json equivalent") {
+		req, err := DecodeRequest([]byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if first == nil {
+			first = req
+		} else if !proto.Equal(first, req) {
+			t.Errorf("the contract says %s is the same request as the first; it decodes to %v, not %v", line, req, first)
+		}
+	}
+	bin, err := proto.Marshal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, err := DecodeRequest(bin); err != nil || !proto.Equal(first, req) {
+		t.Errorf("the binary form of %v decodes to %v, %v", first, req, err)
+	}
+	// Binary protobuf ignores unknown field numbers.
+	bin = protowire.AppendVarint(protowire.AppendTag(bin, 999, protowire.VarintType), 7)
+	req, err := DecodeRequest(bin)
+	if err == nil {
+		req.ProtoReflect().SetUnknown(nil)
+	}
+	if err != nil || !proto.Equal(first, req) {
+		t.Errorf("a binary request with an unknown field: %v, %v; the contract says it is ignored", req, err)
+	}
+}
+
+func TestProtocolDocAppMetadata(t *testing.T) {
+	doc := readProtocolDoc(t)
+	rows := docTable(t, doc, "key", "JSON type", "in", "meaning")
+	rec := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 0)
+	defer rec.Release()
+	b := feed.Batch{Record: rec, Snapshot: feed.Snapshot{ID: 5, CommitSeq: 2, TimestampMs: 9}, SnapshotComplete: true}
+	kinds := map[string][]int{"every batch": {kindChanges, kindState, kindHeartbeat},
+		"full-state batches": {kindState}, "heartbeats": {kindHeartbeat}}
+	sent := map[int]map[string]any{}
+	for _, kind := range kinds["every batch"] {
+		m := map[string]any{}
+		if err := json.Unmarshal(appMetadata(b, kind), &m); err != nil {
+			t.Fatal(err)
+		}
+		sent[kind] = m
+	}
+	documented := map[string]bool{}
+	for _, row := range rows {
+		key, typ, in := row[0], row[1], row[2]
+		documented[key] = true
+		where, ok := kinds[in]
+		if !ok {
+			t.Fatalf("app_metadata key %s: %q is not one of %v", key, in, slices.Sorted(maps.Keys(kinds)))
+		}
+		for kind, m := range sent {
+			v, present := m[key]
+			if present != slices.Contains(where, kind) {
+				t.Errorf("app_metadata key %s is in %q batches; it is present %v in %v", key, in, present, m)
+			}
+			if !present {
+				continue
+			}
+			if _, isNum := v.(float64); isNum != strings.HasPrefix(typ, "number") {
+				t.Errorf("app_metadata key %s is %T; the contract says %s", key, v, typ)
+			}
+			if _, isBool := v.(bool); isBool != strings.HasPrefix(typ, "bool") {
+				t.Errorf("app_metadata key %s is %T; the contract says %s", key, v, typ)
+			}
+		}
+	}
+	for _, m := range sent {
+		for key := range m {
+			if !documented[key] {
+				t.Errorf("app_metadata key %s (in %v) is not in the table of %s", key, m, protocolDoc)
+			}
+		}
+	}
+	for _, line := range docBlock(t, doc, "json") {
+		m := map[string]any{}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("the app_metadata example %s: %v", line, err)
+		}
+		for key := range m {
+			if !documented[key] {
+				t.Errorf("the app_metadata example %s has the key %s, which the table lacks", line, key)
+			}
+		}
+	}
+}
+
+func TestProtocolDocActions(t *testing.T) {
+	doc := readProtocolDoc(t)
+	svc := sluicev1.File_sluice_v1_sluice_proto.Services().ByName("ControlService")
+	if svc == nil {
+		t.Fatal("the proto has no ControlService")
+	}
+	registered := map[string]bool{}
+	for _, a := range actionTypes {
+		registered[a.Type] = true
+	}
+	typed := map[string]string{}
+	for _, row := range docTable(t, doc, "action", "body", "typed RPC") {
+		action, body, rpc := row[0], row[1], row[2]
+		if !registered[action] {
+			t.Errorf("the contract documents the action %q, which the server does not list", action)
+		}
+		delete(registered, action)
+		if other, ok := typed[rpc]; ok {
+			t.Errorf("actions %s and %s both name the RPC %s", other, action, rpc)
+		}
+		typed[rpc] = action
+		m := svc.Methods().ByName(protoreflect.Name(rpc))
+		if m == nil {
+			t.Errorf("action %s: ControlService has no RPC %s", action, rpc)
+			continue
+		}
+		input := m.Input()
+		if body == "a `ChangeRequest`" {
+			if input.Name() != "ChangeRequest" {
+				t.Errorf("action %s takes a ChangeRequest; %s takes %s", action, rpc, input.Name())
+			}
+			continue
+		}
+		sh, err := parseShape(body)
+		if err != nil {
+			t.Fatalf("action %s: body %s: %v", action, body, err)
+		}
+		var fields []string
+		for i := range input.Fields().Len() {
+			fields = append(fields, string(input.Fields().Get(i).Name()))
+		}
+		if !slices.Equal(sortedCopy(sh.keys), sortedCopy(fields)) {
+			t.Errorf("action %s: the body has the keys %v; %s's request %s has the fields %v", action, sh.keys, rpc,
+				input.Name(), fields)
+		}
+	}
+	for action := range registered {
+		t.Errorf("the server lists the action %q, which the action table of %s lacks", action, protocolDoc)
+	}
+
+	methods := svc.Methods()
+	seen := map[string]bool{}
+	for _, row := range docTable(t, doc, "RPC", "request", "response") {
+		seen[row[0]] = true
+		m := methods.ByName(protoreflect.Name(row[0]))
+		if m == nil {
+			t.Errorf("the contract documents ControlService.%s, which the proto lacks", row[0])
+			continue
+		}
+		response := string(m.Output().Name())
+		if m.IsStreamingServer() {
+			response = "stream " + response
+		}
+		if row[1] != string(m.Input().Name()) || row[2] != response {
+			t.Errorf("ControlService.%s takes %s and returns %s; the contract says %s and %s", row[0],
+				m.Input().Name(), response, row[1], row[2])
+		}
+		if _, ok := typed[row[0]]; !ok {
+			t.Errorf("ControlService.%s is the typed form of no action in the action table", row[0])
+		}
+	}
+	for i := range methods.Len() {
+		if name := string(methods.Get(i).Name()); !seen[name] {
+			t.Errorf("ControlService.%s is not in the RPC table of %s", name, protocolDoc)
+		}
+	}
+}
+
+func TestProtocolDocStartModes(t *testing.T) {
+	doc := readProtocolDoc(t)
+	var documented []string
+	for _, row := range docTable(t, doc, "start", "the stream") {
+		mode := row[0] // a cell that is one code span, or one that starts with it
+		if spans := codeSpans(row[0]); len(spans) > 0 {
+			mode = spans[0]
+		}
+		documented = append(documented, mode)
+		if strings.Contains(row[0], "(default)") && mode != StartLatestFull {
+			t.Errorf("the contract says %s is the default start; it is %s", mode, StartLatestFull)
+		}
+	}
+	if !slices.Equal(sortedCopy(documented), sortedCopy(startModes)) {
+		t.Errorf("the contract documents the start modes %v; the server takes %v", documented, startModes)
+	}
+}
+
+func TestProtocolDocLimits(t *testing.T) {
+	doc := readProtocolDoc(t)
+	want := map[string]struct {
+		text  string
+		value int
+		limit int
+	}{
+		"a `ChangeRequest` or action body": {"1 MiB", 1 << 20, maxRequestBytes},
+		"a consumer id":                    {"200 characters", 200, maxConsumerLen},
+		"an encoded message":               {"under 4 MiB", 4 << 20, MaxMessageBytes},
+	}
+	for _, row := range docTable(t, doc, "what", "limit", "beyond it") {
+		w, ok := want[row[0]]
+		if !ok {
+			continue
+		}
+		delete(want, row[0])
+		if row[1] != w.text || w.value != w.limit {
+			t.Errorf("the contract limits %s to %q (%d); the server to %d", row[0], row[1], w.value, w.limit)
+		}
+	}
+	for what := range want {
+		t.Errorf("the limits table of %s has no row %q", protocolDoc, what)
+	}
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
