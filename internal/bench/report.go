@@ -155,7 +155,7 @@ const notes = `
   decode. The client's CPU, on the same two cores, comes on top. So the ratio measured here is
   bounded by the CPU the two processes share, not by waiting: where flightd has its cores to itself
   (clients on other machines) its throughput is its cores divided by its CPU per row, which the
-  sentences above the table give. The renderable schema is the contract (SPEC.md §3), so these
+  sentences above the table give. The renderable schema is the contract ([PROTOCOL.md](PROTOCOL.md), section 4), so these
   bytes are not optional; asking for ` + "`compression: lz4`" + ` trades CPU for bytes when the network, not
   the CPU, is the limit.
 - **Sluice via pyarrow vs pyiceberg (target ≥ 1).** pyiceberg reads an append window in-process with
