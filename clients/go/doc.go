@@ -25,7 +25,7 @@
 // window, so commits that land during a read never leak into it. The
 // request also carries the projection, a SQL filter, the identity columns
 // and the folding options; see the wire protocol (docs/PROTOCOL.md,
-// sections 2 and 3).
+// sections 2, 3, 5 and 8).
 //
 // # Batches and memory
 //
