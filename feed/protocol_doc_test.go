@@ -70,7 +70,7 @@ func docTable(t *testing.T, doc string, header ...string) [][]string {
 	t.Helper()
 	lines := strings.Split(doc, "\n")
 	for i, l := range lines {
-		if !slices.Equal(rowCells(l), header) {
+		if !slices.Equal(docRowCells(l), header) {
 			continue
 		}
 		var rows [][]string
@@ -78,7 +78,7 @@ func docTable(t *testing.T, doc string, header ...string) [][]string {
 			if !strings.HasPrefix(strings.TrimSpace(r), "|") {
 				break
 			}
-			cells := rowCells(r)
+			cells := docRowCells(r)
 			if len(cells) != len(header) {
 				t.Fatalf("%s: row %q of the table %v has %d cells", protocolDoc, r, header, len(cells))
 			}
@@ -93,32 +93,32 @@ func docTable(t *testing.T, doc string, header ...string) [][]string {
 	return nil
 }
 
-func rowCells(line string) []string {
+func docRowCells(line string) []string {
 	line = strings.TrimSpace(line)
 	if !strings.HasPrefix(line, "|") || !strings.HasSuffix(line, "|") || len(line) < 2 {
 		return nil
 	}
 	cells := strings.Split(line[1:len(line)-1], "|")
 	for i, c := range cells {
-		cells[i] = unspan(strings.TrimSpace(c))
+		cells[i] = docUnspan(strings.TrimSpace(c))
 	}
 	return cells
 }
 
-// unspan strips the backticks of a cell that is one code span.
-func unspan(s string) string {
+// docUnspan strips the backticks of a cell that is one code span.
+func docUnspan(s string) string {
 	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' && !strings.Contains(s[1:len(s)-1], "`") {
 		return s[1 : len(s)-1]
 	}
 	return s
 }
 
-var codeSpan = regexp.MustCompile("`([^`]+)`")
+var docCodeSpan = regexp.MustCompile("`([^`]+)`")
 
-// codeSpans returns the contents of the code spans of s, in order.
-func codeSpans(s string) []string {
+// docCodeSpans returns the contents of the code spans of s, in order.
+func docCodeSpans(s string) []string {
 	var out []string
-	for _, m := range codeSpan.FindAllStringSubmatch(s, -1) {
+	for _, m := range docCodeSpan.FindAllStringSubmatch(s, -1) {
 		out = append(out, m[1])
 	}
 	return out
@@ -139,8 +139,8 @@ func docSchema(t *testing.T, doc string) *iceberg.Schema {
 }
 
 var (
-	decimalType = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
-	nestedType  = regexp.MustCompile(`^(struct|list)<(.*)>$`)
+	docDecimalType = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
+	docNestedType  = regexp.MustCompile(`^(struct|list)<(.*)>$`)
 )
 
 // docType parses a type of the example table; nested fields take ids after
@@ -154,12 +154,12 @@ func docType(t *testing.T, s string, id int) (iceberg.Type, int) {
 	if typ, ok := primitive[s]; ok {
 		return typ, id
 	}
-	if m := decimalType.FindStringSubmatch(s); m != nil {
+	if m := docDecimalType.FindStringSubmatch(s); m != nil {
 		p, _ := strconv.Atoi(m[1])
 		sc, _ := strconv.Atoi(m[2])
 		return iceberg.DecimalTypeOf(p, sc), id
 	}
-	m := nestedType.FindStringSubmatch(s)
+	m := docNestedType.FindStringSubmatch(s)
 	if m == nil {
 		t.Fatalf("%s: type %q of the example table: unknown", protocolDoc, s)
 	}
@@ -253,12 +253,12 @@ func TestProtocolDocThreeValuedLogic(t *testing.T) {
 		}
 		if got[0] != want {
 			t.Errorf("on the example row %s the filter %q is %s; the contract says %s", line, row[0],
-				truthName(got[0]), row[1])
+				docTruthName(got[0]), row[1])
 		}
 	}
 }
 
-func truthName(v truth) string {
+func docTruthName(v truth) string {
 	return map[truth]string{isTrue: "true", isFalse: "false", isUnknown: "unknown"}[v]
 }
 
@@ -345,8 +345,8 @@ func TestProtocolDocChangeSchema(t *testing.T) {
 			t.Errorf("column %s has the Arrow type %s; the contract says %q", f.Name, f.Type, row[1])
 		}
 	}
-	ops := codeSpans(rows[0][3])
-	if want := packageConsts(t, "Op"); !sameSet(ops, want) {
+	ops := docCodeSpans(rows[0][3])
+	if want := docConsts(t, "Op"); !docSameSet(ops, want) {
 		t.Errorf("the contract lists the ops %v; the engine's are %v", ops, want)
 	}
 }
@@ -365,16 +365,16 @@ func TestProtocolDocPlanValues(t *testing.T) {
 		t.Fatalf("%s has no bullet starting with `explain`:", protocolDoc)
 	}
 	var documented []string
-	for _, s := range codeSpans(bullet) {
+	for _, s := range docCodeSpans(bullet) {
 		if !slices.Contains([]string{"explain", "strategy", "content", "role"}, s) {
 			documented = append(documented, s)
 		}
 	}
 	var want []string
 	for _, prefix := range []string{"Strategy", "Content", "Role"} {
-		want = append(want, packageConsts(t, prefix)...)
+		want = append(want, docConsts(t, prefix)...)
 	}
-	if !sameSet(documented, want) {
+	if !docSameSet(documented, want) {
 		t.Errorf("the explain bullet names %v; a plan can show %v", documented, want)
 	}
 }
@@ -400,9 +400,9 @@ func TestProtocolDocFilterLimits(t *testing.T) {
 	t.Fatalf("%s: the limits table has no row for a filter", protocolDoc)
 }
 
-// packageConsts returns the values of the package's exported string
+// docConsts returns the values of the package's exported string
 // constants whose names start with prefix and an upper-case letter.
-func packageConsts(t *testing.T, prefix string) []string {
+func docConsts(t *testing.T, prefix string) []string {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -447,7 +447,7 @@ func packageConsts(t *testing.T, prefix string) []string {
 	return out
 }
 
-func sameSet(a, b []string) bool {
+func docSameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
 	slices.Sort(a)
 	slices.Sort(b)

@@ -186,10 +186,10 @@ func docCode(t *testing.T, name string) codes.Code {
 }
 
 var (
-	pyTypeCodes = regexp.MustCompile(`\((flight|pa)\.(\w+), \(([^)]*)\)\)`)
-	pyQuoted    = regexp.MustCompile(`"(\w+)"`)
-	pyClass     = regexp.MustCompile(`(?m)^class (\w+)\(`)
-	pyDefault   = regexp.MustCompile(`default_code = "(\w+)"`)
+	docPyTypeCodes = regexp.MustCompile(`\((flight|pa)\.(\w+), \(([^)]*)\)\)`)
+	docPyQuoted    = regexp.MustCompile(`"(\w+)"`)
+	docPyClass     = regexp.MustCompile(`(?m)^class (\w+)\(`)
+	docPyDefault   = regexp.MustCompile(`default_code = "(\w+)"`)
 )
 
 // pythonErrorMapping reads the Python client's error mapping: the pyarrow
@@ -203,21 +203,21 @@ func pythonErrorMapping(t *testing.T) (types map[string][]string, classes map[st
 	}
 	src := string(b)
 	types = map[string][]string{}
-	for _, m := range pyTypeCodes.FindAllStringSubmatch(src, -1) {
+	for _, m := range docPyTypeCodes.FindAllStringSubmatch(src, -1) {
 		typ := map[string]string{"flight": "pyarrow.flight.", "pa": "pyarrow."}[m[1]] + m[2]
-		for _, q := range pyQuoted.FindAllStringSubmatch(m[3], -1) {
+		for _, q := range docPyQuoted.FindAllStringSubmatch(m[3], -1) {
 			types[q[1]] = append(types[q[1]], typ)
 		}
 	}
 	classes = map[string]string{}
-	locs := pyClass.FindAllStringSubmatchIndex(src, -1)
+	locs := docPyClass.FindAllStringSubmatchIndex(src, -1)
 	for i, loc := range locs {
 		end := len(src)
 		if i+1 < len(locs) {
 			end = locs[i+1][0]
 		}
 		name := src[loc[2]:loc[3]]
-		if d := pyDefault.FindStringSubmatch(src[loc[1]:end]); d != nil && name != "SluiceError" {
+		if d := docPyDefault.FindStringSubmatch(src[loc[1]:end]); d != nil && name != "SluiceError" {
 			classes[d[1]] = "sluice." + name
 		}
 	}
@@ -259,9 +259,9 @@ func TestProtocolDocRequestFields(t *testing.T) {
 	}
 }
 
-// checkWire decodes and validates a request as the server does before it
+// checkDocWire decodes and validates a request as the server does before it
 // reads any table.
-func checkWire(b []byte) error {
+func checkDocWire(b []byte) error {
 	req, err := DecodeRequest(b)
 	if err != nil {
 		return err
@@ -277,12 +277,12 @@ func checkWire(b []byte) error {
 func TestProtocolDocRequestExamples(t *testing.T) {
 	doc := readProtocolDoc(t)
 	for _, line := range docBlock(t, doc, "json accepted") {
-		if err := checkWire([]byte(line)); err != nil {
+		if err := checkDocWire([]byte(line)); err != nil {
 			t.Errorf("the contract accepts %s; the server says: %v", line, err)
 		}
 	}
 	for _, row := range docTable(t, doc, "rejected request", "why") {
-		err := checkWire([]byte(row[0]))
+		err := checkDocWire([]byte(row[0]))
 		if got := codeOf(err); err == nil || got != codes.InvalidArgument {
 			t.Errorf("the contract refuses %s (%s) with INVALID_ARGUMENT; the server gives %v (%s)", row[0], row[1],
 				err, got)
@@ -412,7 +412,7 @@ func TestProtocolDocActions(t *testing.T) {
 			}
 			continue
 		}
-		sh, err := parseShape(body)
+		sh, err := parseDocShape(body)
 		if err != nil {
 			t.Fatalf("action %s: body %s: %v", action, body, err)
 		}
@@ -420,7 +420,7 @@ func TestProtocolDocActions(t *testing.T) {
 		for i := range input.Fields().Len() {
 			fields = append(fields, string(input.Fields().Get(i).Name()))
 		}
-		if !slices.Equal(sortedCopy(sh.keys), sortedCopy(fields)) {
+		if !slices.Equal(docSorted(sh.keys), docSorted(fields)) {
 			t.Errorf("action %s: the body has the keys %v; %s's request %s has the fields %v", action, sh.keys, rpc,
 				input.Name(), fields)
 		}
@@ -457,12 +457,74 @@ func TestProtocolDocActions(t *testing.T) {
 	}
 }
 
+// TestProtocolDocTypedResults checks that each typed RPC returns the
+// fields of its action's documented JSON result, and that explain's JSON
+// has over the typed Plan exactly what the contract says.
+func TestProtocolDocTypedResults(t *testing.T) {
+	doc := readProtocolDoc(t)
+	results := docShapes(t, doc, "text results")
+	svc := sluicev1.File_sluice_v1_sluice_proto.Services().ByName("ControlService")
+	var planOnly []string
+	for _, para := range strings.Split(doc, "\n\n") {
+		if strings.HasPrefix(para, "The typed `Plan` carries less") {
+			for _, s := range docCodeSpans(para) {
+				if s != "Plan" && s != "explain" {
+					planOnly = append(planOnly, s)
+				}
+			}
+		}
+	}
+	if planOnly == nil {
+		t.Fatalf("%s has no paragraph on what the typed Plan lacks", protocolDoc)
+	}
+	for _, row := range docTable(t, doc, "action", "body", "typed RPC") {
+		sh, m := results[row[0]], svc.Methods().ByName(protoreflect.Name(row[2]))
+		if sh == nil || m == nil {
+			t.Errorf("action %s: no documented result (%v) or no RPC %s (%v)", row[0], sh != nil, row[2], m != nil)
+			continue
+		}
+		onlyJSON, onlyProto := docShapeVersusMessage(sh, m.Output(), row[0])
+		if len(onlyProto) > 0 {
+			t.Errorf("%s returns %v, which the result of the action %s lacks", row[2], onlyProto, row[0])
+		}
+		want := []string(nil)
+		if row[0] == ActionExplain {
+			want = planOnly
+		}
+		if !slices.Equal(slices.Compact(docSorted(onlyJSON)), slices.Compact(docSorted(want))) {
+			t.Errorf("the action %s returns %v that %s lacks; the contract says %v", row[0], onlyJSON, row[2], want)
+		}
+	}
+}
+
+// docShapeVersusMessage returns the keys of a documented JSON shape that a
+// message lacks, and the fields of the message (by path) the shape lacks.
+func docShapeVersusMessage(sh *docShape, md protoreflect.MessageDescriptor, path string) (onlyJSON, onlyProto []string) {
+	for _, key := range sh.keys {
+		fd := md.Fields().ByName(protoreflect.Name(key))
+		if fd == nil {
+			onlyJSON = append(onlyJSON, key)
+			continue
+		}
+		if inner := sh.nested[key]; inner != nil && fd.Message() != nil && !fd.IsMap() {
+			j, p := docShapeVersusMessage(inner, fd.Message(), path+"."+key)
+			onlyJSON, onlyProto = append(onlyJSON, j...), append(onlyProto, p...)
+		}
+	}
+	for i := range md.Fields().Len() {
+		if name := string(md.Fields().Get(i).Name()); !slices.Contains(sh.keys, name) {
+			onlyProto = append(onlyProto, path+"."+name)
+		}
+	}
+	return onlyJSON, onlyProto
+}
+
 func TestProtocolDocStartModes(t *testing.T) {
 	doc := readProtocolDoc(t)
 	var documented []string
 	for _, row := range docTable(t, doc, "start", "the stream") {
 		mode := row[0] // a cell that is one code span, or one that starts with it
-		if spans := codeSpans(row[0]); len(spans) > 0 {
+		if spans := docCodeSpans(row[0]); len(spans) > 0 {
 			mode = spans[0]
 		}
 		documented = append(documented, mode)
@@ -470,7 +532,7 @@ func TestProtocolDocStartModes(t *testing.T) {
 			t.Errorf("the contract says %s is the default start; it is %s", mode, StartLatestFull)
 		}
 	}
-	if !slices.Equal(sortedCopy(documented), sortedCopy(startModes)) {
+	if !slices.Equal(docSorted(documented), docSorted(startModes)) {
 		t.Errorf("the contract documents the start modes %v; the server takes %v", documented, startModes)
 	}
 }
@@ -501,7 +563,7 @@ func TestProtocolDocLimits(t *testing.T) {
 	}
 }
 
-func sortedCopy(s []string) []string {
+func docSorted(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out

@@ -117,15 +117,15 @@ func (d *docServer) action(t *testing.T, name, body string, limit int) []json.Ra
 }
 
 // docShapes parses the lines "name: {shape}" of a block of the contract.
-func docShapes(t *testing.T, doc, info string) map[string]*shape {
+func docShapes(t *testing.T, doc, info string) map[string]*docShape {
 	t.Helper()
-	out := map[string]*shape{}
+	out := map[string]*docShape{}
 	for _, line := range docBlock(t, doc, info) {
 		name, text, ok := strings.Cut(line, ":")
 		if !ok {
 			t.Fatalf("```%s: line %q is not name: {shape}", info, line)
 		}
-		sh, err := parseShape(strings.TrimSpace(text))
+		sh, err := parseDocShape(strings.TrimSpace(text))
 		if err != nil {
 			t.Fatalf("```%s: %s: %v", info, name, err)
 		}
@@ -134,8 +134,8 @@ func docShapes(t *testing.T, doc, info string) map[string]*shape {
 	return out
 }
 
-// checkJSON checks a JSON object against a shape of the contract.
-func checkJSON(t *testing.T, what string, sh *shape, raw []byte) {
+// checkDocJSON checks a JSON object against a shape of the contract.
+func checkDocJSON(t *testing.T, what string, sh *docShape, raw []byte) {
 	t.Helper()
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -181,7 +181,7 @@ func TestProtocolDocActionResults(t *testing.T) {
 		if len(got) != 1 {
 			t.Fatalf("%s %s: %d results", c.action, c.body, len(got))
 		}
-		checkJSON(t, c.action, sh, got[0])
+		checkDocJSON(t, c.action, sh, got[0])
 	}
 	for _, a := range actionTypes {
 		if !slices.Contains(called, a.Type) {
@@ -214,7 +214,7 @@ func TestProtocolDocFlightInfo(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.request, err)
 		}
-		checkJSON(t, "the FlightInfo app_metadata of "+c.request, sh, info.AppMetadata)
+		checkDocJSON(t, "the FlightInfo app_metadata of "+c.request, sh, info.AppMetadata)
 		if len(info.Endpoint) != 1 || len(info.Endpoint[0].Location) != 0 || !info.Ordered || info.TotalBytes != -1 {
 			t.Errorf("%s: the contract says one endpoint without locations, ordered, total_bytes -1; got %v",
 				c.request, info)
@@ -222,13 +222,13 @@ func TestProtocolDocFlightInfo(t *testing.T) {
 	}
 }
 
-// recorder keeps the raw messages of a DoGet stream as a reader takes them.
-type recorder struct {
+// docRecorder keeps the raw messages of a DoGet stream as a reader takes them.
+type docRecorder struct {
 	stream flight.FlightService_DoGetClient
 	msgs   []*flight.FlightData
 }
 
-func (r *recorder) Recv() (*flight.FlightData, error) {
+func (r *docRecorder) Recv() (*flight.FlightData, error) {
 	fd, err := r.stream.Recv()
 	if err == nil {
 		r.msgs = append(r.msgs, fd)
@@ -258,7 +258,7 @@ func TestProtocolDocStreamMessages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := &recorder{stream: stream}
+		rec := &docRecorder{stream: stream}
 		rdr, err := flight.NewRecordReader(rec)
 		if err != nil {
 			t.Fatalf("%s: %v", c.request, err)
@@ -268,7 +268,7 @@ func TestProtocolDocStreamMessages(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		lastComplete, batches := false, 0
-		for !containsAll(seen, c.kinds) && rdr.Next() {
+		for !sawKinds(seen, c.kinds) && rdr.Next() {
 			batches++
 			msg := rec.msgs[len(rec.msgs)-1]
 			if len(rec.msgs) != batches+1 || len(msg.AppMetadata) == 0 {
@@ -310,7 +310,7 @@ func TestProtocolDocStreamMessages(t *testing.T) {
 				t.Errorf("%s: a bounded stream of %d batches that does not end with a snapshot_complete batch",
 					c.request, batches)
 			}
-		} else if !containsAll(seen, c.kinds) {
+		} else if !sawKinds(seen, c.kinds) {
 			t.Errorf("%s: the stream ended (%v) before batches of every kind of %v", c.request, rdr.Err(), c.kinds)
 		}
 		rdr.Release()
@@ -318,7 +318,7 @@ func TestProtocolDocStreamMessages(t *testing.T) {
 	}
 }
 
-func containsAll(seen map[string]bool, kinds []string) bool {
+func sawKinds(seen map[string]bool, kinds []string) bool {
 	for _, k := range kinds {
 		if !seen[k] {
 			return false

@@ -54,7 +54,7 @@ func docTable(t *testing.T, doc string, header ...string) [][]string {
 	t.Helper()
 	lines := strings.Split(doc, "\n")
 	for i, l := range lines {
-		if !slices.Equal(rowCells(l), header) {
+		if !slices.Equal(docRowCells(l), header) {
 			continue
 		}
 		var rows [][]string
@@ -62,7 +62,7 @@ func docTable(t *testing.T, doc string, header ...string) [][]string {
 			if !strings.HasPrefix(strings.TrimSpace(r), "|") {
 				break
 			}
-			cells := rowCells(r)
+			cells := docRowCells(r)
 			if len(cells) != len(header) {
 				t.Fatalf("%s: row %q of the table %v has %d cells", protocolDoc, r, header, len(cells))
 			}
@@ -77,60 +77,60 @@ func docTable(t *testing.T, doc string, header ...string) [][]string {
 	return nil
 }
 
-func rowCells(line string) []string {
+func docRowCells(line string) []string {
 	line = strings.TrimSpace(line)
 	if !strings.HasPrefix(line, "|") || !strings.HasSuffix(line, "|") || len(line) < 2 {
 		return nil
 	}
 	cells := strings.Split(line[1:len(line)-1], "|")
 	for i, c := range cells {
-		cells[i] = unspan(strings.TrimSpace(c))
+		cells[i] = docUnspan(strings.TrimSpace(c))
 	}
 	return cells
 }
 
-// unspan strips the backticks of a cell that is one code span.
-func unspan(s string) string {
+// docUnspan strips the backticks of a cell that is one code span.
+func docUnspan(s string) string {
 	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' && !strings.Contains(s[1:len(s)-1], "`") {
 		return s[1 : len(s)-1]
 	}
 	return s
 }
 
-var codeSpan = regexp.MustCompile("`([^`]+)`")
+var docCodeSpan = regexp.MustCompile("`([^`]+)`")
 
-// codeSpans returns the contents of the code spans of s, in order.
-func codeSpans(s string) []string {
+// docCodeSpans returns the contents of the code spans of s, in order.
+func docCodeSpans(s string) []string {
 	var out []string
-	for _, m := range codeSpan.FindAllStringSubmatch(s, -1) {
+	for _, m := range docCodeSpan.FindAllStringSubmatch(s, -1) {
 		out = append(out, m[1])
 	}
 	return out
 }
 
-// shape is a JSON object's keys as the contract writes them:
+// docShape is a JSON object's keys as the contract writes them:
 // {"table", "parent"?, "snapshots": [{"snapshot", ...}]}. A key marked ?
 // may be left out; a key followed by an object, or a list of one, has
 // objects of that shape as its value.
-type shape struct {
+type docShape struct {
 	keys     []string
 	optional map[string]bool
-	nested   map[string]*shape
+	nested   map[string]*docShape
 }
 
-var shapeToken = regexp.MustCompile(`\s*("[a-z_]+"|[{}\[\]:,?])`)
+var docShapeToken = regexp.MustCompile(`\s*("[a-z_]+"|[{}\[\]:,?])`)
 
-// parseShape parses a shape; text after it is an error.
-func parseShape(s string) (*shape, error) {
+// parseDocShape parses a shape; text after it is an error.
+func parseDocShape(s string) (*docShape, error) {
 	var toks []string
 	for rest := s; strings.TrimSpace(rest) != ""; {
-		m := shapeToken.FindStringSubmatchIndex(rest)
+		m := docShapeToken.FindStringSubmatchIndex(rest)
 		if m == nil || m[0] != 0 {
 			return nil, fmt.Errorf("unexpected %q", rest)
 		}
 		toks, rest = append(toks, rest[m[2]:m[3]]), rest[m[1]:]
 	}
-	p := &shapeParser{toks: toks}
+	p := &docShapeParser{toks: toks}
 	sh, err := p.object()
 	if err == nil && p.i != len(toks) {
 		err = fmt.Errorf("unexpected %q after the object", toks[p.i])
@@ -138,12 +138,12 @@ func parseShape(s string) (*shape, error) {
 	return sh, err
 }
 
-type shapeParser struct {
+type docShapeParser struct {
 	toks []string
 	i    int
 }
 
-func (p *shapeParser) next() string {
+func (p *docShapeParser) next() string {
 	if p.i == len(p.toks) {
 		return ""
 	}
@@ -151,18 +151,18 @@ func (p *shapeParser) next() string {
 	return p.toks[p.i-1]
 }
 
-func (p *shapeParser) peek() string {
+func (p *docShapeParser) peek() string {
 	if p.i == len(p.toks) {
 		return ""
 	}
 	return p.toks[p.i]
 }
 
-func (p *shapeParser) object() (*shape, error) {
+func (p *docShapeParser) object() (*docShape, error) {
 	if tok := p.next(); tok != "{" {
 		return nil, fmt.Errorf("want {, found %q", tok)
 	}
-	sh := &shape{optional: map[string]bool{}, nested: map[string]*shape{}}
+	sh := &docShape{optional: map[string]bool{}, nested: map[string]*docShape{}}
 	if p.peek() == "}" {
 		p.next()
 		return sh, nil
@@ -205,7 +205,7 @@ func (p *shapeParser) object() (*shape, error) {
 
 // check reports how a JSON value (decoded into any) departs from the
 // shape: keys it lacks, keys the shape does not document.
-func (sh *shape) check(path string, v any) []string {
+func (sh *docShape) check(path string, v any) []string {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return []string{fmt.Sprintf("%s is %T, not an object", path, v)}
