@@ -29,8 +29,6 @@ type changeSet struct {
 // identity, always meet in one partition.
 func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *rowFilter,
 	fold bool, emit func(arrow.RecordBatch) error) error {
-	d.serial.Lock()
-	defer d.serial.Unlock()
 	scan := d.full
 	if d.narrow != nil && !sp.rewrites {
 		scan = d.narrow // carry-over compares whole rows; nothing else does

@@ -43,11 +43,14 @@ type diffReader struct {
 	// spill and budget hold the rows of a snapshot that both deletes and
 	// inserts rows while its carry-over rows cancel and its update pairs
 	// form.
+	//
+	// Snapshots read ahead compute their changes at the same time (the
+	// read-ahead keeps the files they read within --read-concurrency); the
+	// budget, which never blocks, bounds what they hold. (A lock held while
+	// emitting would deadlock: a later snapshot holding it waits for the
+	// consumer, which waits for an earlier one.)
 	spill  *spillDir
 	budget *budget
-	// serial computes one snapshot's changes at a time, so that snapshots
-	// read ahead stay within concurrency files; they wait their turn.
-	serial sync.Mutex
 }
 
 func newDiffReader(ctx context.Context, e *Engine, p *Plan, spill *spillDir) (*diffReader, error) {

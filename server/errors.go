@@ -64,7 +64,8 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, feed.ErrTooLarge),
 		errors.Is(err, ErrMessageTooLarge),
 		errors.Is(err, ErrLimit),
-		errors.Is(err, ErrStalled):
+		errors.Is(err, ErrStalled),
+		errors.Is(err, feed.ErrSpill):
 		return codes.ResourceExhausted
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return codes.Unauthenticated

@@ -84,4 +84,7 @@ func TestClientCancelIsLoggedAsCancelled(t *testing.T) {
 			t.Errorf("a cancelled call logged as a call that ended: %q", l)
 		}
 	}
+	if l := logs.lines("call failed"); len(l) > 0 {
+		t.Errorf("a cancelled call logged as failed: %q", l)
+	}
 }

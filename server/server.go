@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -145,12 +146,19 @@ func (s *Server) Shutdown() { s.stopFollowed() }
 // fail logs a failed call and returns its gRPC status error.
 func (s *Server) fail(ctx context.Context, call string, err error) error {
 	st := toStatus(err)
+	if clientCancelled(ctx, err) {
+		return st // not a failure: the interceptor logs it at debug as "call cancelled"
+	}
 	code := codeOf(st)
 	level := slog.LevelInfo
 	if code == codes.Internal || code == codes.Unknown {
 		level = slog.LevelError
 	}
-	s.log.Log(ctx, level, "call failed", "call", call, "code", code.String(), "principal", principalOf(ctx).Name,
-		"error", err.Error())
+	attrs := []any{"call", call, "code", code.String(), "principal", principalOf(ctx).Name, "error", err.Error()}
+	var pe *feed.PanicError
+	if errors.As(err, &pe) {
+		attrs = append(attrs, "stack", string(pe.Stack))
+	}
+	s.log.Log(ctx, level, "call failed", attrs...)
 	return st
 }
