@@ -191,6 +191,7 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 	if err != nil {
 		return nil, window{}, err
 	}
+	tbl = guardTable(tbl)
 	meta := tbl.Metadata()
 	w, err := resolveWindow(req.Table, meta, req)
 	if err != nil {
@@ -351,7 +352,7 @@ func readError(name string, snapshot int64, what string, err error) error {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, ErrResyncRequired), errors.Is(err, ErrUnreadable), errors.Is(err, ErrStorageUnavailable),
-		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, ErrInternal), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err // classified already, or not a file's fault
 	case isNotExist(err):
 		return fmt.Errorf("%w: %s: %s no longer exists (%v); its changes cannot be read, "+

@@ -1,0 +1,126 @@
+package feed_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/tablewrite"
+)
+
+// panickingIO is a fault-injecting file IO: while armed, reading a data
+// file panics, as a buggy storage client would.
+type panickingIO struct {
+	iceio.IO
+	armed *atomic.Bool
+}
+
+func (p panickingIO) Open(name string) (iceio.File, error) {
+	f, err := p.IO.Open(name)
+	if err != nil || !strings.HasSuffix(name, ".parquet") {
+		return f, err
+	}
+	return panickingFile{File: f, armed: p.armed}, nil
+}
+
+type panickingFile struct {
+	iceio.File
+	armed *atomic.Bool
+}
+
+func (f panickingFile) ReadAt(b []byte, off int64) (int, error) {
+	if f.armed.Load() {
+		panic("injected: storage client bug")
+	}
+	return f.File.ReadAt(b, off)
+}
+
+func (f panickingFile) Read(b []byte) (int, error) {
+	if f.armed.Load() {
+		panic("injected: storage client bug")
+	}
+	return f.File.Read(b)
+}
+
+// TestPanicInAReadEndsThatReadOnly: a panic while reading a data file, in
+// the engine's goroutines or iceberg-go's scan workers, ends that read with
+// ErrInternal (a PanicError with its stack), and the next read of the same
+// engine is served.
+func TestPanicInAReadEndsThatReadOnly(t *testing.T) {
+	ctx := context.Background()
+	h := newHistory(t, 3, 4)
+	// A copy-on-write delete: its snapshot reads through the engine's own
+	// file readers, the appends through iceberg-go's scan.
+	tbl, err := h.tbl.Delete(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tablewrite.Append(ctx, tbl, h.rows[0]); err != nil {
+		t.Fatal(err)
+	}
+	armed := &atomic.Bool{}
+	faulty := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		func(ctx context.Context) (iceio.IO, error) {
+			fsys, err := tbl.FS(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return panickingIO{IO: fsys, armed: armed}, nil
+		}, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	eng := feed.New(fixedTable{tableName, faulty}, feed.Options{Allocator: mem})
+	snaps := tbl.Metadata().Snapshots()
+	for _, tc := range []struct {
+		name     string
+		from, to int64
+	}{
+		{"append (iceberg-go's scan workers)", snaps[0].SnapshotID, snaps[1].SnapshotID},
+		{"rewrite (the engine's file readers)", snaps[2].SnapshotID, snaps[3].SnapshotID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := feed.Request{Table: tableName, FromSnapshot: &tc.from, ToSnapshot: &tc.to}
+			armed.Store(true)
+			var got error
+			p, err := eng.Plan(ctx, req)
+			if err == nil {
+				for b, err := range eng.Read(ctx, p) {
+					if err != nil {
+						got = err
+						break
+					}
+					b.Record.Release()
+				}
+			} else {
+				got = err
+			}
+			var pe *feed.PanicError
+			if !errors.Is(got, feed.ErrInternal) || !errors.As(got, &pe) || len(pe.Stack) == 0 {
+				t.Fatalf("read with a panicking storage: err = %v, want a PanicError with its stack", got)
+			}
+			armed.Store(false)
+			p, err = eng.Plan(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := 0
+			for b, err := range eng.Read(ctx, p) {
+				if err != nil {
+					t.Fatalf("the next read: %v", err)
+				}
+				rows += int(b.Record.NumRows())
+				b.Record.Release()
+			}
+			if rows == 0 {
+				t.Fatal("the next read returned no change")
+			}
+		})
+	}
+	mem.AssertSize(t, 0)
+}
