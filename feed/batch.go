@@ -306,6 +306,20 @@ func (a *assembler) assembleChanges(ctx context.Context, befores, afters arrow.A
 
 // takeImages gathers the images rows name (nulls where a row has none).
 func (a *assembler) takeImages(ctx context.Context, images arrow.Array, rows []change, pick func(change) int) (arrow.Array, error) {
+	// Rows that name consecutive images (a run of deletes or inserts) are a
+	// slice of the images: no copy.
+	if first := pick(rows[0]); first >= 0 {
+		run := true
+		for i, c := range rows {
+			if pick(c) != first+i {
+				run = false
+				break
+			}
+		}
+		if run {
+			return array.NewSlice(images, int64(first), int64(first+len(rows))), nil
+		}
+	}
 	idx := array.NewInt64Builder(a.mem)
 	defer idx.Release()
 	some := false

@@ -108,30 +108,79 @@ func (p *partitioner) spillHeld() error {
 	return nil
 }
 
-// partitionOf returns the partition of a hash at the partitioner's level.
+// partitionOf returns the partition of a hash at the partitioner's level:
+// the next bits of the hash, finalized first (the row hashes are built to
+// be compared, not to spread: the hash of one integer column is the value
+// plus a constant, whose high bits hardly vary).
 func (p *partitioner) partitionOf(h uint64) int {
-	return int(h>>(64-partitionBits*(p.level+1))) & (partitionFanout - 1)
+	return int(fmix64(h)>>(64-partitionBits*(p.level+1))) & (partitionFanout - 1)
 }
 
-// write appends the rows of rec to their partitions' runs.
+// fmix64 is MurmurHash3's 64-bit finalizer: every input bit affects every
+// output bit.
+func fmix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// write appends the rows of rec to their partitions' runs: one take puts
+// the rows in partition order, and each partition's rows go out as a
+// slice of it.
 func (p *partitioner) write(side int, rec arrow.RecordBatch, hashes []uint64) error {
-	var idx [partitionFanout][]int32
+	var counts [partitionFanout + 1]int
+	parts := make([]uint8, len(hashes))
 	for r, h := range hashes {
 		part := p.partitionOf(h)
-		idx[part] = append(idx[part], int32(r))
+		parts[r] = uint8(part)
+		counts[part+1]++
 	}
-	for part, rows := range idx {
-		if len(rows) == 0 {
+	for part := range partitionFanout {
+		if counts[part+1] == len(hashes) {
+			return p.writeRun(part, side, rec, hashes) // every row in one partition
+		}
+		counts[part+1] += counts[part]
+	}
+	order := make([]int32, len(hashes))
+	sorted := make([]uint64, len(hashes))
+	next := counts
+	for r, part := range parts {
+		order[next[part]] = int32(r)
+		sorted[next[part]] = hashes[r]
+		next[part]++
+	}
+	ib := array.NewInt32Builder(p.mem)
+	ib.AppendValues(order, nil)
+	indices := ib.NewArray()
+	ib.Release()
+	defer indices.Release()
+	taken, err := compute.Take(compute.WithAllocator(p.ctx, p.mem), *compute.DefaultTakeOptions(),
+		compute.NewDatumWithoutOwning(rec), compute.NewDatumWithoutOwning(indices))
+	if err != nil {
+		return fmt.Errorf("partition rows: %w", err)
+	}
+	defer taken.Release()
+	all := taken.(*compute.RecordDatum).Value
+	for part := range partitionFanout {
+		lo, hi := counts[part], counts[part+1]
+		if lo == hi {
 			continue
 		}
-		if err := p.writeRows(part, side, rec, hashes, rows); err != nil {
+		slice := all.NewSlice(int64(lo), int64(hi))
+		err := p.writeRun(part, side, slice, sorted[lo:hi])
+		slice.Release()
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *partitioner) writeRows(part, side int, rec arrow.RecordBatch, hashes []uint64, rows []int32) error {
+// writeRun appends rec, with its rows' hashes, to a partition's run.
+func (p *partitioner) writeRun(part, side int, rec arrow.RecordBatch, hashes []uint64) error {
 	w := p.runs[part][side]
 	if w == nil {
 		var err error
@@ -142,33 +191,11 @@ func (p *partitioner) writeRows(part, side int, rec arrow.RecordBatch, hashes []
 	}
 	hb := array.NewUint64Builder(p.mem)
 	defer hb.Release()
-	hb.Reserve(len(rows))
-	for _, r := range rows {
-		hb.UnsafeAppend(hashes[r])
-	}
+	hb.AppendValues(hashes, nil)
 	hcol := hb.NewArray()
 	defer hcol.Release()
-	var cols []arrow.Array
-	if len(rows) == int(rec.NumRows()) {
-		cols = append(append(cols, rec.Columns()...), hcol)
-		out := array.NewRecordBatch(w.schema, cols, int64(len(rows)))
-		defer out.Release()
-		return w.write(out)
-	}
-	ib := array.NewInt32Builder(p.mem)
-	ib.AppendValues(rows, nil)
-	indices := ib.NewArray()
-	ib.Release()
-	defer indices.Release()
-	taken, err := compute.Take(compute.WithAllocator(p.ctx, p.mem), *compute.DefaultTakeOptions(),
-		compute.NewDatumWithoutOwning(rec), compute.NewDatumWithoutOwning(indices))
-	if err != nil {
-		return fmt.Errorf("partition rows: %w", err)
-	}
-	defer taken.Release()
-	sub := taken.(*compute.RecordDatum).Value
-	cols = append(append(cols, sub.Columns()...), hcol)
-	out := array.NewRecordBatch(w.schema, cols, int64(len(rows)))
+	cols := append(append([]arrow.Array(nil), rec.Columns()...), hcol)
+	out := array.NewRecordBatch(w.schema, cols, rec.NumRows())
 	defer out.Release()
 	return w.write(out)
 }
