@@ -47,4 +47,8 @@ var (
 	ErrSpill = errors.New("feed: spill to disk failed")
 	// ErrTooLarge reports a single row too large to fit in one batch.
 	ErrTooLarge = errors.New("feed: row too large")
+	// ErrSchemaChanged ends a stream when the table's schema changes under
+	// it: a stream has one schema, so the changes from then on must be read
+	// by a new stream.
+	ErrSchemaChanged = errors.New("feed: schema changed")
 )

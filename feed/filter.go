@@ -42,6 +42,11 @@ func ParseFilter(text string, schema *iceberg.Schema) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
+	return bindFilter(text, node, schema)
+}
+
+// bindFilter binds a parsed filter to the columns of schema.
+func bindFilter(text string, node filterNode, schema *iceberg.Schema) (*Filter, error) {
 	b := binder{schema: schema}
 	expr, err := b.bind(node)
 	if err != nil {
@@ -379,6 +384,12 @@ func FilterColumns(text string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return filterNodeColumns(node), nil
+}
+
+// filterNodeColumns returns the columns a parsed filter refers to, in order
+// of first use.
+func filterNodeColumns(node filterNode) []string {
 	var out []string
 	var walk func(n filterNode)
 	add := func(c string) {
@@ -405,5 +416,5 @@ func FilterColumns(text string) ([]string, error) {
 		}
 	}
 	walk(node)
-	return out, nil
+	return out
 }

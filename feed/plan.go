@@ -184,7 +184,8 @@ func (e *Engine) Schema(ctx context.Context, req Request) (*arrow.Schema, error)
 // resolve loads the table, resolves the window and checks the columns: a
 // plan without its snapshots' files.
 func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error) {
-	if err := req.Validate(); err != nil {
+	req, err := req.Parse()
+	if err != nil {
 		return nil, window{}, err
 	}
 	tbl, err := e.tables.LoadTable(ctx, req.Table)
@@ -328,7 +329,7 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 
 	p.scanFields = append([]string(nil), p.Columns...)
 	if req.Filter != "" {
-		f, err := ParseFilter(req.Filter, end)
+		f, err := bindFilter(req.Filter, req.filter, end)
 		if err != nil {
 			return err
 		}

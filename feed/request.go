@@ -35,6 +35,53 @@ type Request struct {
 	FoldUpdates bool
 	// NetChanges collapses the window to its net changes.
 	NetChanges bool
+
+	// parsed is set by Parse: the request is valid and filter holds its
+	// parsed filter (nil without one), which planning binds to the
+	// window's schema instead of parsing the text again.
+	parsed bool
+	filter filterNode
+}
+
+// Parse validates the request and parses its filter, once: Engine.Plan,
+// PlanState, Schema and Stream neither validate nor parse a parsed request
+// again (a request that is not parsed is parsed by each of them). The
+// window fields of a parsed request may be set again (a stream plans one
+// window after the other), to values that Validate accepts; its other
+// fields are fixed.
+func (r Request) Parse() (Request, error) {
+	if r.parsed {
+		return r, nil
+	}
+	if err := r.Validate(); err != nil {
+		return r, err
+	}
+	if r.Filter != "" {
+		node, err := parseFilter(r.Filter)
+		if err != nil {
+			return r, err
+		}
+		r.filter = node
+	}
+	r.parsed = true
+	return r, nil
+}
+
+// FilterColumns returns the columns the request's filter refers to, by
+// their names as written (nested fields dotted), in order of first use;
+// nil without a filter. It parses the filter unless Parse did.
+func (r Request) FilterColumns() ([]string, error) {
+	if r.Filter == "" {
+		return nil, nil
+	}
+	node := r.filter
+	if !r.parsed {
+		var err error
+		if node, err = parseFilter(r.Filter); err != nil {
+			return nil, err
+		}
+	}
+	return filterNodeColumns(node), nil
 }
 
 // Validate checks the request's shape; whether its table, snapshots and

@@ -1,0 +1,598 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Start modes of a stream (StreamRequest.Start).
+const (
+	// StartLatestFull streams the full state of the current snapshot as
+	// inserts, then the changes of every later commit. The default when the
+	// request gives no start, no from field and no Resume.
+	StartLatestFull = "latest-full"
+	// StartLatest streams the changes after the snapshot current when the
+	// stream starts (on an empty table: from its first commit).
+	StartLatest = "latest"
+	// StartFromSnapshot streams the changes after FromSnapshot.
+	StartFromSnapshot = "from-snapshot"
+	// StartFromSnapshotFull streams the full state at FromSnapshot, then
+	// the changes after it.
+	StartFromSnapshotFull = "from-snapshot-full"
+	// StartFromTimestamp streams the changes from the first snapshot
+	// committed at or after FromTimestampMs.
+	StartFromTimestamp = "from-timestamp"
+)
+
+// StartModes returns the start modes, the default first.
+func StartModes() []string {
+	return []string{StartLatestFull, StartLatest, StartFromSnapshot, StartFromSnapshotFull, StartFromTimestamp}
+}
+
+// Defaults of FollowOptions.
+const (
+	DefaultPollInterval       = time.Second
+	DefaultHeartbeatInterval  = 5 * time.Second
+	DefaultMaxBackoff         = 30 * time.Second
+	DefaultMaxWindowSnapshots = 100
+)
+
+// FollowOptions tunes how streams and WatchCommits watch a table. Zero
+// values take the defaults.
+type FollowOptions struct {
+	// PollInterval is how often a follow stream reads the table's metadata
+	// for new commits. Default DefaultPollInterval (1s).
+	PollInterval time.Duration
+	// HeartbeatInterval is how long a follow stream may go without
+	// yielding a batch before it yields a 0-row heartbeat. Default
+	// DefaultHeartbeatInterval (5s).
+	HeartbeatInterval time.Duration
+	// MaxBackoff bounds the wait between polls while the catalog fails: the
+	// wait doubles from PollInterval up to it. Default DefaultMaxBackoff
+	// (30s).
+	MaxBackoff time.Duration
+	// MaxWindowSnapshots bounds the snapshots of one planned window when a
+	// stream catches up with a long history. Default
+	// DefaultMaxWindowSnapshots.
+	MaxWindowSnapshots int
+}
+
+// WithDefaults returns o with every unset field set to its default.
+func (o FollowOptions) WithDefaults() FollowOptions {
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	o.MaxBackoff = max(o.MaxBackoff, o.PollInterval)
+	if o.MaxWindowSnapshots <= 0 {
+		o.MaxWindowSnapshots = DefaultMaxWindowSnapshots
+	}
+	return o
+}
+
+// StreamRequest asks for a stream of a table's changes: from a start
+// position, window after window up to the snapshot current when the stream
+// started, and with Follow on, each later commit as a poll sees it land.
+type StreamRequest struct {
+	// Request names the table and shapes the changes: Columns, Filter,
+	// Identity, FoldUpdates. Its FromSnapshot or FromTimestampMs, when set,
+	// is where the stream starts (without Start they mean
+	// StartFromSnapshot and StartFromTimestamp; a stream from a time starts
+	// with the snapshots committed at or after it). A stream has no end and
+	// sends every change: ToSnapshot, ToTimestampMs and NetChanges must be
+	// unset.
+	Request
+	// Follow keeps the stream going once it has caught up: it polls the
+	// table and yields heartbeats while there is nothing new. Without it
+	// the stream ends at the snapshot current when it started.
+	Follow bool
+	// Start is the start mode (StartLatestFull, ...); "" for the default.
+	Start string
+	// Resume, when set, starts the stream right after a durable consumer's
+	// acknowledged snapshot, unless FromSnapshot or FromTimestampMs says
+	// otherwise (Start then only places a consumer without progress).
+	Resume *Resume
+	// Options tunes polling, heartbeats and backoff.
+	Options FollowOptions
+	// Transient reports whether an error may go away by itself (a catalog
+	// or storage that could not be reached): a follow stream retries
+	// those, with backoff. Nil: errors wrapping ErrStorageUnavailable.
+	Transient func(error) bool
+	// Retrying, when set, is told of each transient error a follow stream
+	// retries and how long it waits first.
+	Retrying func(err error, wait time.Duration)
+}
+
+// Resume is a durable consumer's acknowledged position.
+type Resume struct {
+	// Consumer names the consumer, for messages.
+	Consumer string
+	// Snapshot is the acknowledged snapshot: the consumer has processed
+	// every change up to it.
+	Snapshot int64
+	// CommitSeq is the snapshot's commit_seq, for messages.
+	CommitSeq int64
+}
+
+// Validate checks the request's shape: the stream fields, and the changes'
+// shape as Request.Validate does.
+func (r StreamRequest) Validate() error {
+	_, err := r.Parse()
+	return err
+}
+
+// Parse validates the request (see Validate) and parses its filter, once
+// (see Request.Parse).
+func (r StreamRequest) Parse() (StreamRequest, error) {
+	bad := func(format string, args ...any) (StreamRequest, error) {
+		return r, fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
+	}
+	from, fromTs := r.FromSnapshot, r.FromTimestampMs
+	switch {
+	case r.ToSnapshot != nil || r.ToTimestampMs != nil:
+		return bad("a stream (follow, start or consumer) has no end: leave out to_snapshot and to_timestamp_ms")
+	case r.NetChanges:
+		return bad("net_changes collapses a window; a stream (follow, start or consumer) sends every change")
+	case from != nil && fromTs != nil:
+		return bad("give from_snapshot or from_timestamp_ms, not both")
+	case r.Start != "" && !slices.Contains(StartModes(), r.Start):
+		return bad("start %s: want %s", quoteName(r.Start), strings.Join(StartModes(), ", "))
+	}
+	switch r.Start {
+	case StartFromSnapshot, StartFromSnapshotFull:
+		if from == nil {
+			return bad("start %q needs from_snapshot", r.Start)
+		}
+	case StartFromTimestamp:
+		if fromTs == nil {
+			return bad("start %q needs from_timestamp_ms", r.Start)
+		}
+	}
+	if from != nil && r.Start != "" && r.Start != StartFromSnapshot && r.Start != StartFromSnapshotFull {
+		return bad("from_snapshot goes with start %q or %q, not %q", StartFromSnapshot, StartFromSnapshotFull, r.Start)
+	}
+	if fromTs != nil && r.Start != "" && r.Start != StartFromTimestamp {
+		return bad("from_timestamp_ms goes with start %q, not %q", StartFromTimestamp, r.Start)
+	}
+	shape := r.Request
+	shape.FromSnapshot, shape.FromTimestampMs = nil, nil
+	shape, err := shape.Parse()
+	if err != nil {
+		return r, err
+	}
+	shape.FromSnapshot, shape.FromTimestampMs = from, fromTs
+	r.Request = shape
+	return r, nil
+}
+
+// StreamEventKind tells what a StreamEvent carries.
+type StreamEventKind int
+
+// Kinds of stream events.
+const (
+	// StreamStarted is the first event of every stream, before any rows:
+	// it carries the stream's schema and where it starts, and no batch.
+	StreamStarted StreamEventKind = iota
+	// StreamState carries rows of a full state, as inserts of its
+	// snapshot; the state's last batch has SnapshotComplete true.
+	StreamState
+	// StreamChanges carries changes of a snapshot, as Engine.Read yields
+	// them; the snapshot's last batch has SnapshotComplete true.
+	StreamChanges
+	// StreamHeartbeat carries a 0-row batch of a follow stream that has had
+	// nothing to yield for the heartbeat interval. Its snapshot is the
+	// cursor, and SnapshotComplete is false.
+	StreamHeartbeat
+)
+
+// String names the kind, for logs and tests.
+func (k StreamEventKind) String() string {
+	switch k {
+	case StreamStarted:
+		return "started"
+	case StreamState:
+		return "state"
+	case StreamChanges:
+		return "changes"
+	case StreamHeartbeat:
+		return "heartbeat"
+	default:
+		return fmt.Sprintf("StreamEventKind(%d)", int(k))
+	}
+}
+
+// StreamEvent is one event of a stream.
+type StreamEvent struct {
+	Kind StreamEventKind
+	// Batch holds the rows of StreamState and StreamChanges events and the
+	// 0-row batch of a heartbeat; the consumer owns its Record and must
+	// release it. StreamStarted has no batch (a nil Record).
+	Batch Batch
+	// Schema is the schema of every batch of the stream.
+	Schema *arrow.Schema
+	// Cursor is where the stream stands once the event is consumed: the
+	// last snapshot every change of which has been yielded (a full state
+	// counting as the changes up to its snapshot), from which a stream can
+	// resume with StartFromSnapshot and miss nothing. Its ID is NoSnapshot
+	// while there is none: before the table's first snapshot, or while a
+	// full state has not been yielded whole.
+	Cursor Snapshot
+	// Start, on StreamStarted, says what decided where the stream starts
+	// ("start latest-full", "consumer progress", ...), for logs.
+	Start string
+}
+
+// errStopped ends a stream whose consumer stopped taking events.
+var errStopped = errors.New("feed: stream consumer stopped")
+
+// Stream streams the changes of a table as StreamRequest says: a
+// StreamStarted event, then the full state where the start mode asks for
+// one, then the changes window by window (each planned with its end pinned,
+// from the cursor), up to the snapshot current when the stream started.
+// Without Follow the sequence then ends. With Follow it polls the table
+// every PollInterval, yields each new commit's changes, and yields a
+// heartbeat whenever it has yielded nothing for HeartbeatInterval; it ends
+// only with an error, or when ctx ends (with ctx's error) or the consumer
+// stops.
+//
+// A start the retained history cannot serve is ErrResyncRequired, naming
+// the earliest snapshot a stream can start from, never a silent jump; so is
+// a cursor that leaves the lineage (its snapshot expired, or the history was
+// rewritten). An unknown snapshot is ErrSnapshotNotFound, a known one off
+// the main lineage ErrNotAncestor. When the change rows' schema changes
+// under the stream (one stream has one schema) it ends with
+// ErrSchemaChanged, naming the snapshot to resume from. A follow stream
+// retries transient errors (see StreamRequest.Transient), with heartbeats,
+// waiting from PollInterval up to MaxBackoff.
+//
+// Batches are produced on demand, as Engine.Read produces them.
+func (e *Engine) Stream(ctx context.Context, req StreamRequest) iter.Seq2[StreamEvent, error] {
+	return func(yield func(StreamEvent, error) bool) {
+		req, err := req.Parse()
+		if err != nil {
+			yield(StreamEvent{}, err)
+			return
+		}
+		s := &streamer{e: e, req: req, opts: req.Options.WithDefaults(), yield: yield,
+			at: Snapshot{ID: NoSnapshot}}
+		if s.req.Transient == nil {
+			s.req.Transient = func(err error) bool { return errors.Is(err, ErrStorageUnavailable) }
+		}
+		if err := s.run(ctx); err != nil && !errors.Is(err, errStopped) {
+			yield(StreamEvent{}, err)
+		}
+	}
+}
+
+// streamer runs one stream.
+type streamer struct {
+	e     *Engine
+	req   StreamRequest
+	opts  FollowOptions
+	yield func(StreamEvent, error) bool
+
+	// schema is the stream's schema, nil until StreamStarted is yielded.
+	schema *arrow.Schema
+	// how is what decided the start, for StreamStarted.
+	how string
+	// lastYield is when the last event went out.
+	lastYield time.Time
+
+	// cursor is the last snapshot yielded completely (or skipped): the
+	// exclusive start of the next window; nil for the start of history.
+	cursor *int64
+	// at describes the cursor (ID NoSnapshot when nil).
+	at Snapshot
+}
+
+// shape is the request's table and change shape, without a window.
+func (s *streamer) shape() Request {
+	r := s.req.Request
+	r.FromSnapshot, r.FromTimestampMs = nil, nil
+	return r
+}
+
+func (s *streamer) run(ctx context.Context) error {
+	var pos position
+	err := s.retry(ctx, func() error {
+		var err error
+		pos, err = s.startPosition(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.how = pos.how
+	if pos.state != nil {
+		if err := s.streamState(ctx, *pos.state); err != nil {
+			return err
+		}
+	}
+	s.cursor, s.at = pos.from, pos.at
+	notBefore := pos.notBefore
+	for {
+		var hist History
+		err := s.retry(ctx, func() error {
+			var err error
+			hist, err = s.e.History(ctx, s.req.Table)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		next, err := s.pending(hist)
+		if err != nil {
+			return err
+		}
+		if notBefore != nil {
+			for len(next) > 0 && next[0].TimestampMs < *notBefore {
+				s.advance(next[0])
+				next = next[1:]
+			}
+			if len(next) > 0 {
+				notBefore = nil
+			}
+		}
+		if !s.req.Follow {
+			// A bounded stream ends at the snapshot current when it started.
+			end := -1
+			if pos.current != nil {
+				end = slices.IndexFunc(next, func(x Snapshot) bool { return x.ID == pos.current.ID })
+			}
+			next = next[:end+1]
+			if len(next) == 0 {
+				return s.started(ctx, nil)
+			}
+		}
+		if len(next) == 0 {
+			if err := s.wait(ctx, s.opts.PollInterval); err != nil {
+				return err
+			}
+			continue
+		}
+		end := next[min(len(next), s.opts.MaxWindowSnapshots)-1]
+		if err := s.streamWindow(ctx, end); err != nil {
+			return err
+		}
+	}
+}
+
+// pending returns the snapshots of the lineage after the cursor.
+func (s *streamer) pending(hist History) ([]Snapshot, error) {
+	table := s.req.Table
+	lineage := hist.Snapshots
+	if s.cursor == nil {
+		if hist.Expired {
+			return nil, fmt.Errorf("%w: the history of table %s before snapshot %d has expired, so it cannot be "+
+				"streamed from its start%s", ErrResyncRequired, table, lineage[0].ID, earliestStart(hist))
+		}
+		return lineage, nil
+	}
+	if i := slices.IndexFunc(lineage, func(x Snapshot) bool { return x.ID == *s.cursor }); i >= 0 {
+		return lineage[i+1:], nil
+	}
+	if len(lineage) > 0 && lineage[0].ParentID != nil && *lineage[0].ParentID == *s.cursor {
+		return lineage, nil
+	}
+	return nil, fmt.Errorf("%w: snapshot %d, where the stream stands, is no longer on the lineage of table %s "+
+		"(it expired, or the history was rewritten)%s", ErrResyncRequired, *s.cursor, table, earliestStart(hist))
+}
+
+// advance moves the cursor past a snapshot.
+func (s *streamer) advance(snap Snapshot) {
+	id := snap.ID
+	s.cursor, s.at = &id, snap
+}
+
+// streamState yields the full state at snapshot snap.
+func (s *streamer) streamState(ctx context.Context, snap Snapshot) error {
+	req := s.shape()
+	req.ToSnapshot = &snap.ID
+	var sp *StatePlan
+	err := s.retry(ctx, func() error {
+		var err error
+		sp, err = s.e.PlanState(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.started(ctx, sp.Schema()); err != nil {
+		return err
+	}
+	for b, err := range s.e.ReadState(ctx, sp) {
+		if err != nil {
+			return err
+		}
+		cursor := s.at
+		if b.SnapshotComplete {
+			cursor = b.Snapshot
+		}
+		if err := s.emit(ctx, StreamEvent{Kind: StreamState, Batch: b, Cursor: cursor}); err != nil {
+			return err
+		}
+	}
+	s.advance(snap)
+	return nil
+}
+
+// streamWindow plans the window (cursor, end] and yields its changes.
+func (s *streamer) streamWindow(ctx context.Context, end Snapshot) error {
+	req := s.shape()
+	req.FromSnapshot, req.ToSnapshot = s.cursor, &end.ID
+	var p *Plan
+	err := s.retry(ctx, func() error {
+		var err error
+		p, err = s.e.Plan(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.started(ctx, p.Schema()); err != nil {
+		return err
+	}
+	for b, err := range s.e.Read(ctx, p) {
+		if err != nil {
+			return err
+		}
+		if b.SnapshotComplete {
+			s.advance(b.Snapshot)
+		}
+		if err := s.emit(ctx, StreamEvent{Kind: StreamChanges, Batch: b, Cursor: s.at}); err != nil {
+			return err
+		}
+	}
+	s.advance(end)
+	return nil
+}
+
+// started yields StreamStarted with the schema of the first batch to come
+// (nil: the schema of the table's current snapshot) when it has not been
+// yielded yet; after it, it checks that a batch's schema is the stream's:
+// a schema change ends the stream with ErrSchemaChanged.
+func (s *streamer) started(ctx context.Context, schema *arrow.Schema) error {
+	if s.schema != nil {
+		if schema == nil || s.schema.Equal(schema) {
+			return nil
+		}
+		from := "the start of history"
+		if s.cursor != nil {
+			from = fmt.Sprintf("snapshot %d", *s.cursor)
+		}
+		return fmt.Errorf("%w: the schema of table %s changed after %s (the stream's change rows are %s; "+
+			"from here on they are %s): open a new stream from %s to read on", ErrSchemaChanged, s.req.Table,
+			from, s.schema, schema, from)
+	}
+	if schema == nil {
+		var err error
+		if schema, err = s.e.Schema(ctx, s.shape()); err != nil {
+			return err
+		}
+	}
+	s.schema = schema
+	return s.emit(ctx, StreamEvent{Kind: StreamStarted, Cursor: s.at, Start: s.how})
+}
+
+// emit yields an event, unless the stream's context has ended (then it
+// releases the event's batch and returns the context's error).
+func (s *streamer) emit(ctx context.Context, ev StreamEvent) error {
+	if err := ctx.Err(); err != nil {
+		if ev.Batch.Record != nil {
+			ev.Batch.Record.Release()
+		}
+		return err
+	}
+	ev.Schema = s.schema
+	if !s.yield(ev, nil) {
+		return errStopped
+	}
+	s.lastYield = time.Now()
+	return nil
+}
+
+// heartbeat yields a 0-row batch that says where the stream stands.
+func (s *streamer) heartbeat(ctx context.Context) error {
+	if err := s.started(ctx, nil); err != nil {
+		return err
+	}
+	rec := emptyRecord(s.e.opts.Allocator, s.schema)
+	return s.emit(ctx, StreamEvent{Kind: StreamHeartbeat, Batch: Batch{Record: rec, Snapshot: s.at}, Cursor: s.at})
+}
+
+// wait waits d; a follow stream yields heartbeats meanwhile whenever it has
+// been quiet for the heartbeat interval. It returns early with the
+// context's error.
+func (s *streamer) wait(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		beat := s.lastYield.Add(s.opts.HeartbeatInterval)
+		if s.req.Follow && !now.Before(beat) {
+			if err := s.heartbeat(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if !now.Before(deadline) {
+			return nil
+		}
+		next := deadline
+		if s.req.Follow && beat.Before(next) {
+			next = beat
+		}
+		timer.Reset(next.Sub(now))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// retry runs op until it succeeds; a follow stream retries transient
+// errors, waiting from the poll interval up to MaxBackoff, doubling, with
+// heartbeats meanwhile.
+func (s *streamer) retry(ctx context.Context, op func() error) error {
+	delay := s.opts.PollInterval
+	for {
+		err := op()
+		if err == nil || !s.req.Follow || !s.req.Transient(err) {
+			return err
+		}
+		if s.req.Retrying != nil {
+			s.req.Retrying(err, delay)
+		}
+		if err := s.wait(ctx, delay); err != nil {
+			return err
+		}
+		delay = min(2*delay, s.opts.MaxBackoff)
+	}
+}
+
+// emptyRecord returns a 0-row batch of schema.
+func emptyRecord(mem memory.Allocator, schema *arrow.Schema) arrow.RecordBatch {
+	cols := make([]arrow.Array, len(schema.Fields()))
+	for i, f := range schema.Fields() {
+		cols[i] = array.MakeArrayOfNull(mem, f.Type, 0)
+	}
+	rec := array.NewRecordBatch(schema, cols, 0)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// maxNameBytes is how much of a client-supplied name a message repeats.
+const maxNameBytes = 200
+
+// quoteName quotes a client-supplied name for a message, cut to its first
+// maxNameBytes bytes (and the count of all of them) when it is longer, so
+// that no name of any length makes a message large.
+func quoteName(name string) string {
+	if len(name) <= maxNameBytes {
+		return fmt.Sprintf("%q", name)
+	}
+	cut := maxNameBytes
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q…(%d bytes)", name[:cut], len(name))
+}

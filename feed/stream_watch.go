@@ -1,0 +1,98 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"time"
+)
+
+// WatchCommits yields the table's commit position, then one position per
+// new commit to its main branch, in commit order, as a poll every
+// PollInterval sees them land (after a rollback: the new position). For a
+// table without snapshots the first position has no snapshot. It ends
+// only with an error: ctx's, or a failure other than a transient one
+// (transient reports those; nil: errors wrapping ErrStorageUnavailable),
+// which it retries, waiting from PollInterval up to MaxBackoff and telling
+// retrying (when set) of each.
+func (e *Engine) WatchCommits(ctx context.Context, table string, opts FollowOptions, transient func(error) bool,
+	retrying func(err error, wait time.Duration)) iter.Seq2[TableStatus, error] {
+	opts = opts.WithDefaults()
+	if transient == nil {
+		transient = func(err error) bool { return errors.Is(err, ErrStorageUnavailable) }
+	}
+	return func(yield func(TableStatus, error) bool) {
+		var last *Snapshot
+		first := true
+		delay := opts.PollInterval
+		timer := time.NewTimer(0)
+		defer timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				yield(TableStatus{}, ctx.Err())
+				return
+			case <-timer.C:
+			}
+			lineage, err := e.Snapshots(ctx, table)
+			if err != nil {
+				if !transient(err) {
+					yield(TableStatus{}, err)
+					return
+				}
+				if retrying != nil {
+					retrying(err, delay)
+				}
+				timer.Reset(delay)
+				delay = min(2*delay, opts.MaxBackoff)
+				continue
+			}
+			delay = opts.PollInterval
+			for _, st := range newCommits(table, lineage, last, first) {
+				if !yield(st, nil) {
+					return
+				}
+			}
+			first = false
+			if n := len(lineage); n > 0 {
+				c := lineage[n-1]
+				last = &c
+			}
+			timer.Reset(opts.PollInterval)
+		}
+	}
+}
+
+// newCommits returns the positions a watch yields for a poll that found
+// lineage, last being the current snapshot of the previous poll: the
+// current position on the first poll; then every snapshot after last, or
+// the new current snapshot when last left the lineage (a rollback).
+func newCommits(table string, lineage []Snapshot, last *Snapshot, first bool) []TableStatus {
+	var cur *Snapshot
+	if n := len(lineage); n > 0 {
+		cur = &lineage[n-1]
+	}
+	var out []Snapshot
+	switch {
+	case first && cur == nil:
+		return []TableStatus{{Table: table}}
+	case first:
+		out = []Snapshot{*cur}
+	case cur == nil || (last != nil && cur.ID == last.ID):
+	case last == nil:
+		out = lineage
+	default:
+		if i := slices.IndexFunc(lineage, func(x Snapshot) bool { return x.ID == last.ID }); i >= 0 {
+			out = lineage[i+1:]
+		} else {
+			out = []Snapshot{*cur}
+		}
+	}
+	sts := make([]TableStatus, len(out))
+	for i, sn := range out {
+		id := sn.ID
+		sts[i] = TableStatus{Table: table, CommitSeq: sn.CommitSeq, Snapshot: &id, TimestampMs: sn.TimestampMs}
+	}
+	return sts
+}
