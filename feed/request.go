@@ -45,10 +45,10 @@ type Request struct {
 
 // Parse validates the request and parses its filter, once: Engine.Plan,
 // PlanState, Schema and Stream neither validate nor parse a parsed request
-// again (a request that is not parsed is parsed by each of them). The
-// window fields of a parsed request may be set again (a stream plans one
-// window after the other), to values that Validate accepts; its other
-// fields are fixed.
+// again (a request that is not parsed is parsed by each of them). Its
+// window fields may be set again (a stream plans one window after the
+// other) and its Columns narrowed (to a caller's grant), to values that
+// Validate accepts; its Table and Filter are fixed.
 func (r Request) Parse() (Request, error) {
 	if r.parsed {
 		return r, nil

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -34,26 +33,74 @@ const (
 	ActionWatchCommits = "watch_commits"
 )
 
-var actionTypes = []*flight.ActionType{
-	{Type: ActionCommitSeq, Description: `{"table"} -> {"table", "commit_seq", "snapshot", "timestamp_ms"}: ` +
-		"the table's commit sequence, which grows with every commit to its main branch; cheap to poll"},
-	{Type: ActionListTables, Description: `{} -> {"tables": [{"name", "format", "format_version", ` +
-		`"current_snapshot", "commit_seq"}]}: the tables the caller may read`},
-	{Type: ActionListSnapshots, Description: `{"table"} -> {"table", "snapshots": [...]}: the main branch's ` +
-		"lineage, oldest first, with operation and summary"},
-	{Type: ActionExplain, Description: "a ChangeRequest -> the plan: snapshots, files read and skipped, bytes, " +
-		"per-snapshot strategy"},
-	{Type: ActionAck, Description: `{"consumer", "table", "snapshot"} -> the consumer's progress: records, ` +
-		"durably, that the consumer processed every change up to the snapshot (one on the table's lineage)"},
-	{Type: ActionConsumerProgress, Description: `{"consumer", "table"} -> {"consumer", "table", "snapshot", ` +
-		`"commit_seq", "timestamp_ms", "acked_at_ms", "lag_commits", "lag_ms", "expired"}`},
-	{Type: ActionListConsumers, Description: `{"table"} -> {"table", "consumers": [...]}: every consumer ` +
-		"with progress on the table, with its lag in commits and time"},
-	{Type: ActionResetConsumer, Description: `{"consumer", "table"} -> {"consumer", "table", "removed"}: ` +
-		"forgets the consumer's progress"},
-	{Type: ActionWatchCommits, Description: `{"table"} -> a stream of {"table", "commit_seq", "snapshot", ` +
-		`"timestamp_ms"}: the current position, then one result per new commit, until cancelled`},
+// action is a Flight action: an adapter that decodes its JSON body into
+// the typed request of its handler and renders the handler's result as
+// JSON.
+type action struct {
+	typ *flight.ActionType
+	// run runs a unary action on its body; nil for watch_commits, which
+	// streams.
+	run func(s *Server, ctx context.Context, body []byte) (any, error)
 }
+
+// jsonAction adapts a typed handler to a JSON action.
+func jsonAction[B interface{ names() []string }, R any](name string,
+	handler func(*Server, context.Context, B) (R, error)) func(*Server, context.Context, []byte) (any, error) {
+	return func(s *Server, ctx context.Context, body []byte) (any, error) {
+		var b B
+		if err := decodeBody(name, body, &b); err != nil {
+			return nil, err
+		}
+		return handler(s, ctx, b)
+	}
+}
+
+// explainAction adapts explain: its body is a ChangeRequest in either form.
+func explainAction(s *Server, ctx context.Context, body []byte) (any, error) {
+	r, err := parseRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	return s.explain(ctx, r)
+}
+
+// actions are the Flight actions, in the order ListActions lists them.
+var actions = []action{
+	{&flight.ActionType{Type: ActionCommitSeq, Description: `{"table"} -> {"table", "commit_seq", "snapshot", ` +
+		`"timestamp_ms"}: the table's commit sequence, which grows with every commit to its main branch; cheap to poll`},
+		jsonAction(ActionCommitSeq, (*Server).commitSeq)},
+	{&flight.ActionType{Type: ActionListTables, Description: `{} -> {"tables": [{"name", "format", "format_version", ` +
+		`"current_snapshot", "commit_seq"}]}: the tables the caller may read`},
+		jsonAction(ActionListTables, (*Server).listTables)},
+	{&flight.ActionType{Type: ActionListSnapshots, Description: `{"table"} -> {"table", "snapshots": [...]}: the ` +
+		"main branch's lineage, oldest first, with operation and summary"},
+		jsonAction(ActionListSnapshots, (*Server).listSnapshots)},
+	{&flight.ActionType{Type: ActionExplain, Description: "a ChangeRequest -> the plan: snapshots, files read and " +
+		"skipped, bytes, per-snapshot strategy"}, explainAction},
+	{&flight.ActionType{Type: ActionAck, Description: `{"consumer", "table", "snapshot"} -> the consumer's progress: ` +
+		"records, durably, that the consumer processed every change up to the snapshot (one on the table's lineage)"},
+		jsonAction(ActionAck, (*Server).ack)},
+	{&flight.ActionType{Type: ActionConsumerProgress, Description: `{"consumer", "table"} -> {"consumer", "table", ` +
+		`"snapshot", "commit_seq", "timestamp_ms", "acked_at_ms", "lag_commits", "lag_ms", "expired"}`},
+		jsonAction(ActionConsumerProgress, (*Server).consumerProgress)},
+	{&flight.ActionType{Type: ActionListConsumers, Description: `{"table"} -> {"table", "consumers": [...]}: every ` +
+		"consumer with progress on the table, with its lag in commits and time"},
+		jsonAction(ActionListConsumers, (*Server).listConsumers)},
+	{&flight.ActionType{Type: ActionResetConsumer, Description: `{"consumer", "table"} -> {"consumer", "table", ` +
+		`"removed"}: forgets the consumer's progress`},
+		jsonAction(ActionResetConsumer, (*Server).resetConsumer)},
+	{&flight.ActionType{Type: ActionWatchCommits, Description: `{"table"} -> a stream of {"table", "commit_seq", ` +
+		`"snapshot", "timestamp_ms"}: the current position, then one result per new commit, until cancelled`}, nil},
+}
+
+// actionTypes are the actions as ListActions lists them.
+var actionTypes = func() []*flight.ActionType {
+	out := make([]*flight.ActionType, len(actions))
+	for i := range actions {
+		out[i] = actions[i].typ
+	}
+	return out
+}()
 
 // ListActions lists the control actions.
 func (f *flightService) ListActions(_ *flight.Empty, stream flight.FlightService_ListActionsServer) error {
@@ -65,134 +112,45 @@ func (f *flightService) ListActions(_ *flight.Empty, stream flight.FlightService
 	return nil
 }
 
-// DoAction runs a control action: its body and its one result are JSON.
-func (f *flightService) DoAction(action *flight.Action, stream flight.FlightService_DoActionServer) error {
+// DoAction runs a control action: its body and its results are JSON; every
+// action but watch_commits has one result.
+func (f *flightService) DoAction(act *flight.Action, stream flight.FlightService_DoActionServer) error {
 	ctx := stream.Context()
-	call := "DoAction " + action.GetType()
-	if action.GetType() == ActionWatchCommits {
-		var b tableBody
-		if err := decodeBody(ActionWatchCommits, action.GetBody(), &b); err != nil {
-			return f.s.fail(ctx, call, err)
-		}
-		err := f.s.watchCommits(ctx, b.Table, func(st feed.TableStatus) error {
-			body, err := json.Marshal(st)
-			if err != nil {
-				return err
-			}
-			return stream.Send(&flight.Result{Body: body})
-		})
-		return f.s.fail(ctx, call, err)
-	}
-	result, err := f.s.action(ctx, action.GetType(), action.GetBody())
-	if err != nil {
-		return f.s.fail(ctx, call, err)
-	}
-	body, err := json.Marshal(result)
-	if err != nil {
-		return f.s.fail(ctx, call, err)
-	}
-	if err := stream.Send(&flight.Result{Body: body}); err != nil {
-		return f.s.fail(ctx, call, sendError(ctx, err))
-	}
-	return nil
-}
-
-// action runs the named action on a JSON body and returns a value to render
-// as its JSON result.
-func (s *Server) action(ctx context.Context, name string, body []byte) (any, error) {
-	switch name {
-	case ActionCommitSeq:
-		var b tableBody
-		if err := decodeBody(name, body, &b); err != nil {
-			return nil, err
-		}
-		return s.commitSeq(ctx, b.Table)
-	case ActionListTables:
-		var b struct{}
-		if err := decodeBody(name, body, &b); err != nil {
-			return nil, err
-		}
-		tables, err := s.listTables(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return struct {
-			Tables []feed.TableInfo `json:"tables"`
-		}{tables}, nil
-	case ActionListSnapshots:
-		var b tableBody
-		if err := decodeBody(name, body, &b); err != nil {
-			return nil, err
-		}
-		snaps, err := s.listSnapshots(ctx, b.Table)
-		if err != nil {
-			return nil, err
-		}
-		return struct {
-			Table     string          `json:"table"`
-			Snapshots []feed.Snapshot `json:"snapshots"`
-		}{b.Table, snaps}, nil
-	case ActionExplain:
-		req, err := DecodeRequest(body)
-		if err != nil {
-			return nil, err
-		}
-		fr, err := feedRequest(req)
-		if err != nil {
-			return nil, err
-		}
-		return s.engine.Plan(ctx, fr)
-	case ActionAck:
-		var b ackBody
-		if err := decodeBody(name, body, &b); err != nil {
-			return nil, err
-		}
-		return s.ack(ctx, b.Consumer, b.Table, b.snapshot())
-	case ActionConsumerProgress:
-		var b consumerBody
-		if err := decodeBody(name, body, &b); err != nil {
-			return nil, err
-		}
-		return s.consumerProgress(ctx, b.Consumer, b.Table)
-	case ActionListConsumers:
-		var b tableBody
-		if err := decodeBody(name, body, &b); err != nil {
-			return nil, err
-		}
-		list, err := s.listConsumers(ctx, b.Table)
-		if err != nil {
-			return nil, err
-		}
-		return struct {
-			Table     string         `json:"table"`
-			Consumers []consumerInfo `json:"consumers"`
-		}{b.Table, list}, nil
-	case ActionResetConsumer:
-		var b consumerBody
-		if err := decodeBody(name, body, &b); err != nil {
-			return nil, err
-		}
-		removed, err := s.resetConsumer(ctx, b.Consumer, b.Table)
-		if err != nil {
-			return nil, err
-		}
-		return struct {
-			Consumer string `json:"consumer"`
-			Table    string `json:"table"`
-			Removed  bool   `json:"removed"`
-		}{b.Consumer, b.Table, removed}, nil
-	default:
+	name := act.GetType()
+	call := "DoAction " + clipName(name)
+	i := slices.IndexFunc(actionTypes, func(a *flight.ActionType) bool { return a.Type == name })
+	if i < 0 {
 		names := make([]string, len(actionTypes))
 		for i, a := range actionTypes {
 			names[i] = a.Type
 		}
 		slices.Sort(names)
-		return nil, badRequestf("unknown action %q (actions: %s)", name, strings.Join(names, ", "))
+		return f.s.fail(ctx, call, badRequestf("unknown action %s (actions: %s)", quoteName(name),
+			strings.Join(names, ", ")))
 	}
-}
-
-type tableBody struct {
-	Table string `json:"table"`
+	send := func(v any) error {
+		body, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		return stream.Send(&flight.Result{Body: body})
+	}
+	if actions[i].run == nil {
+		var b tableBody
+		if err := decodeBody(name, act.GetBody(), &b); err != nil {
+			return f.s.fail(ctx, call, err)
+		}
+		err := f.s.watchCommits(ctx, b, func(st feed.TableStatus) error { return send(st) })
+		return f.s.fail(ctx, call, err)
+	}
+	result, err := actions[i].run(f.s, ctx, act.GetBody())
+	if err != nil {
+		return f.s.fail(ctx, call, err)
+	}
+	if err := send(result); err != nil {
+		return f.s.fail(ctx, call, sendError(ctx, err))
+	}
+	return nil
 }
 
 // decodeBody decodes an action's JSON body strictly: unknown fields and
@@ -207,35 +165,10 @@ func decodeBody(action string, body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badRequestf("%s: malformed JSON body: %v", action, err)
+		return badRequestf("%s: malformed JSON body: %s", action, clipText(err.Error()))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequestf("%s: malformed JSON body: data after the object", action)
-	}
-	return nil
-}
-
-func (s *Server) commitSeq(ctx context.Context, table string) (feed.TableStatus, error) {
-	if err := requireTable(table); err != nil {
-		return feed.TableStatus{}, err
-	}
-	return s.engine.Status(ctx, table)
-}
-
-func (s *Server) listTables(ctx context.Context) ([]feed.TableInfo, error) {
-	return s.engine.ListTables(ctx, nil)
-}
-
-func (s *Server) listSnapshots(ctx context.Context, table string) ([]feed.Snapshot, error) {
-	if err := requireTable(table); err != nil {
-		return nil, err
-	}
-	return s.engine.Snapshots(ctx, table)
-}
-
-func requireTable(table string) error {
-	if strings.TrimSpace(table) == "" {
-		return fmt.Errorf("%w: table is required", feed.ErrInvalidRequest)
 	}
 	return nil
 }

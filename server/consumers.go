@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicefeed/sluice/auth"
@@ -70,31 +72,31 @@ func withLag(cp progress.Checkpoint, hist feed.History) consumerInfo {
 
 // ack records a consumer's checkpoint at a snapshot of the table's
 // lineage.
-func (s *Server) ack(ctx context.Context, consumer, table string, snapshot *int64) (consumerInfo, error) {
-	store, err := s.requireProgress()
+func (s *Server) ack(ctx context.Context, b ackBody) (consumerInfo, error) {
+	info, err := s.ackChecked(ctx, b)
+	return info, clipNames(err, b.names()...)
+}
+
+func (s *Server) ackChecked(ctx context.Context, b ackBody) (consumerInfo, error) {
+	store, err := s.consumerCall(ctx, b.Consumer, b.Table)
 	if err != nil {
 		return consumerInfo{}, err
 	}
-	if err := checkConsumer(consumer); err != nil {
-		return consumerInfo{}, err
-	}
-	if err := requireTable(table); err != nil {
-		return consumerInfo{}, err
-	}
-	if snapshot == nil {
+	if b.Snapshot == nil {
 		return consumerInfo{}, badRequestf("ack: snapshot is required")
 	}
-	hist, err := s.engine.History(ctx, table)
+	snapshot := int64(*b.Snapshot)
+	hist, err := s.engine.History(ctx, b.Table)
 	if err != nil {
 		return consumerInfo{}, err
 	}
 	lineage := hist.Snapshots
-	i := slices.IndexFunc(lineage, func(x feed.Snapshot) bool { return x.ID == *snapshot })
+	i := slices.IndexFunc(lineage, func(x feed.Snapshot) bool { return x.ID == snapshot })
 	if i < 0 {
-		return consumerInfo{}, badRequestf("ack: snapshot %d is not on the lineage of table %s%s", *snapshot, table,
-			earliestStart(hist))
+		return consumerInfo{}, badRequestf("ack: snapshot %d is not on the lineage of table %s%s", snapshot, b.Table,
+			hist.EarliestHint())
 	}
-	cp := progress.Checkpoint{Table: table, Consumer: consumer, Snapshot: *snapshot, CommitSeq: lineage[i].CommitSeq,
+	cp := progress.Checkpoint{Table: b.Table, Consumer: b.Consumer, Snapshot: snapshot, CommitSeq: lineage[i].CommitSeq,
 		TimestampMs: lineage[i].TimestampMs, AckedAt: time.Now(), Owner: principalName(ctx)}
 	if err := store.Put(ctx, cp); err != nil {
 		return consumerInfo{}, err
@@ -104,70 +106,147 @@ func (s *Server) ack(ctx context.Context, consumer, table string, snapshot *int6
 
 // consumerProgress returns a consumer's checkpoint on the table with its
 // lag.
-func (s *Server) consumerProgress(ctx context.Context, consumer, table string) (consumerInfo, error) {
-	store, err := s.requireProgress()
-	if err != nil {
-		return consumerInfo{}, err
+func (s *Server) consumerProgress(ctx context.Context, b consumerBody) (consumerInfo, error) {
+	info, err := func() (consumerInfo, error) {
+		store, err := s.consumerCall(ctx, b.Consumer, b.Table)
+		if err != nil {
+			return consumerInfo{}, err
+		}
+		hist, err := s.engine.History(ctx, b.Table)
+		if err != nil {
+			return consumerInfo{}, err
+		}
+		cp, err := store.Get(ctx, b.Table, b.Consumer)
+		if err != nil {
+			return consumerInfo{}, err
+		}
+		return withLag(cp, hist), nil
+	}()
+	return info, clipNames(err, b.names()...)
+}
+
+// consumerList is the result of list_consumers.
+type consumerList struct {
+	Table     string         `json:"table"`
+	Consumers []consumerInfo `json:"consumers"`
+}
+
+func (l consumerList) proto() *sluicev1.ListConsumersResponse {
+	out := &sluicev1.ListConsumersResponse{Table: l.Table}
+	for _, ci := range l.Consumers {
+		out.Consumers = append(out.Consumers, ci.proto())
 	}
-	if err := checkConsumer(consumer); err != nil {
-		return consumerInfo{}, err
-	}
-	if err := requireTable(table); err != nil {
-		return consumerInfo{}, err
-	}
-	hist, err := s.engine.History(ctx, table)
-	if err != nil {
-		return consumerInfo{}, err
-	}
-	cp, err := store.Get(ctx, table, consumer)
-	if err != nil {
-		return consumerInfo{}, err
-	}
-	return withLag(cp, hist), nil
+	return out
 }
 
 // listConsumers returns every consumer of the table with its lag.
-func (s *Server) listConsumers(ctx context.Context, table string) ([]consumerInfo, error) {
-	store, err := s.requireProgress()
-	if err != nil {
-		return nil, err
-	}
-	if err := requireTable(table); err != nil {
-		return nil, err
-	}
-	hist, err := s.engine.History(ctx, table)
-	if err != nil {
-		return nil, err
-	}
-	cps, err := store.List(ctx, table)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]consumerInfo, 0, len(cps))
-	for _, cp := range cps {
-		out = append(out, withLag(cp, hist))
-	}
-	return out, nil
+func (s *Server) listConsumers(ctx context.Context, b tableBody) (consumerList, error) {
+	list, err := func() (consumerList, error) {
+		store, err := s.requireProgress()
+		if err != nil {
+			return consumerList{}, err
+		}
+		if err := s.checkTable(ctx, b.Table); err != nil {
+			return consumerList{}, err
+		}
+		hist, err := s.engine.History(ctx, b.Table)
+		if err != nil {
+			return consumerList{}, err
+		}
+		cps, err := store.List(ctx, b.Table)
+		if err != nil {
+			return consumerList{}, err
+		}
+		out := consumerList{Table: b.Table, Consumers: make([]consumerInfo, 0, len(cps))}
+		for _, cp := range cps {
+			out.Consumers = append(out.Consumers, withLag(cp, hist))
+		}
+		return out, nil
+	}()
+	return list, clipNames(err, b.names()...)
+}
+
+// resetResult is the result of reset_consumer.
+type resetResult struct {
+	Consumer string `json:"consumer"`
+	Table    string `json:"table"`
+	Removed  bool   `json:"removed"`
+}
+
+func (r resetResult) proto() *sluicev1.ResetConsumerResponse {
+	return &sluicev1.ResetConsumerResponse{Consumer: r.Consumer, Table: r.Table, Removed: r.Removed}
 }
 
 // resetConsumer forgets a consumer's progress on the table.
-func (s *Server) resetConsumer(ctx context.Context, consumer, table string) (bool, error) {
+func (s *Server) resetConsumer(ctx context.Context, b consumerBody) (resetResult, error) {
+	store, err := s.consumerCall(ctx, b.Consumer, b.Table)
+	if err != nil {
+		return resetResult{}, clipNames(err, b.names()...)
+	}
+	removed, err := store.Delete(ctx, b.Table, b.Consumer, principalName(ctx))
+	return resetResult{Consumer: b.Consumer, Table: b.Table, Removed: removed}, clipNames(err, b.names()...)
+}
+
+// consumerCall checks a call about a consumer: the server keeps progress,
+// the consumer id is valid, the table named and granted to the caller.
+func (s *Server) consumerCall(ctx context.Context, consumer, table string) (ProgressStore, error) {
 	store, err := s.requireProgress()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if err := checkConsumer(consumer); err != nil {
-		return false, err
+		return nil, err
 	}
-	if err := requireTable(table); err != nil {
-		return false, err
+	if err := s.checkTable(ctx, table); err != nil {
+		return nil, err
 	}
-	// The other consumer calls read the table's lineage, which checks the
-	// caller's grant; this one reads nothing, so it checks it itself.
-	if err := s.engine.table(ctx, table); err != nil {
-		return false, err
+	return store, nil
+}
+
+// requireProgress returns the progress store, or Unimplemented.
+func (s *Server) requireProgress() (ProgressStore, error) {
+	if s.progress == nil {
+		return nil, errNotImplemented("durable consumers need a progress store, and this server has none")
 	}
-	return store.Delete(ctx, table, consumer, principalName(ctx))
+	return s.progress, nil
+}
+
+// resume returns where a stream naming a consumer resumes: its
+// acknowledged progress, or nil for a consumer without progress.
+func (s *Server) resume(ctx context.Context, table, consumer string) (*feed.Resume, error) {
+	store, err := s.requireProgress()
+	if err != nil {
+		return nil, err
+	}
+	cp, err := store.Get(ctx, table, consumer)
+	switch {
+	case err == nil:
+		return &feed.Resume{Consumer: consumer, Snapshot: cp.Snapshot, CommitSeq: cp.CommitSeq}, nil
+	case errors.Is(err, progress.ErrNotFound):
+		return nil, nil
+	default:
+		return nil, err
+	}
+}
+
+// maxConsumerLen bounds a consumer id.
+const maxConsumerLen = 200
+
+// checkConsumer validates a consumer id.
+func checkConsumer(id string) error {
+	if id == "" {
+		return badRequestf("consumer is required")
+	}
+	if len(id) > maxConsumerLen {
+		return badRequestf("consumer id of %d bytes is longer than %d", len(id), maxConsumerLen)
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:@/-", r)
+		if !ok {
+			return badRequestf("consumer id %q: use letters, digits and . _ : @ / - only", id)
+		}
+	}
+	return nil
 }
 
 // principalName is the name of the call's principal, which owns the
@@ -207,6 +286,8 @@ type consumerBody struct {
 	Table    string `json:"table"`
 }
 
+func (b consumerBody) names() []string { return []string{b.Consumer, b.Table} }
+
 // ackBody is the body of ack.
 type ackBody struct {
 	Consumer string     `json:"consumer"`
@@ -214,10 +295,4 @@ type ackBody struct {
 	Snapshot *jsonInt64 `json:"snapshot"`
 }
 
-func (b ackBody) snapshot() *int64 {
-	if b.Snapshot == nil {
-		return nil
-	}
-	v := int64(*b.Snapshot)
-	return &v
-}
+func (b ackBody) names() []string { return []string{b.Consumer, b.Table} }

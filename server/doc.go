@@ -8,12 +8,16 @@
 // leak into a read. Every streamed batch carries a JSON app_metadata object
 // with at least {"snapshot", "commit_seq", "snapshot_complete"}.
 //
-// A request with follow, start or consumer is a stream: it starts at the
-// full state of a snapshot or after a snapshot (the start mode, or a durable
-// consumer's acknowledged progress kept in a ProgressStore), streams the
-// changes window by window with the engine, and with follow keeps polling
-// the table for new commits, sending 0-row heartbeat batches while idle.
+// A request with follow, start or consumer is a stream, whose semantics
+// (start modes, cursors, expiry, polling, heartbeats) are the engine's
+// (feed.Engine.Stream): the server resumes a durable consumer from the
+// progress kept in a ProgressStore, and writes the stream's events.
 // Server.Shutdown ends follow streams and WatchCommits with Unavailable.
+//
+// Every call runs one pipeline: its request is decoded once, validated
+// once (its filter parsed once), authorized once, then dispatched. Each
+// control call has one typed handler; the Flight action (JSON) and the
+// ControlService method (protobuf) are thin adapters over it.
 //
 // Server.ServerOptions returns the interceptors every server of this
 // service needs: panic recovery (Internal; the process lives on), metrics

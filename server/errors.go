@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -29,10 +32,6 @@ var (
 	// ErrShuttingDown ends follow streams and WatchCommits when the server
 	// shuts down.
 	ErrShuttingDown = errors.New("server shutting down")
-	// ErrSchemaChanged ends a follow stream when the table's schema changes
-	// under it: an Arrow stream has one schema, so the changes from then on
-	// must be read by a new stream.
-	ErrSchemaChanged = errors.New("server: schema changed")
 )
 
 // codeOf maps an error to its gRPC code, following the contract's table.
@@ -59,7 +58,7 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, feed.ErrResyncRequired),
 		errors.Is(err, feed.ErrUnsupported), errors.Is(err, feed.ErrInconsistentSnapshot),
 		errors.Is(err, feed.ErrUnreadable),
-		errors.Is(err, ErrSchemaChanged):
+		errors.Is(err, feed.ErrSchemaChanged):
 		return codes.FailedPrecondition
 	case errors.Is(err, feed.ErrTooLarge),
 		errors.Is(err, ErrMessageTooLarge),
@@ -85,7 +84,7 @@ func codeOf(err error) codes.Code {
 }
 
 // toStatus converts an error into a gRPC status error with the contract's
-// code and the error's message.
+// code and the error's message (cut to maxMessageBytes).
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -93,9 +92,89 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	return status.Error(codeOf(err), err.Error())
+	return status.Error(codeOf(err), clipText(err.Error()))
 }
 
 func badRequestf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+// Client-supplied names are repeated in messages and logs cut to a prefix,
+// so that no name of any length makes a status too large to reach its
+// client, or a log line large.
+const (
+	// maxNameBytes is how much of a client-supplied name a message repeats.
+	maxNameBytes = 200
+	// maxMessageBytes bounds a status message and the error of a log line,
+	// whatever it holds.
+	maxMessageBytes = 4 << 10
+)
+
+// clipName returns a client-supplied name for a message or a log line: the
+// name, or its first maxNameBytes bytes and the count of all of them.
+func clipName(name string) string {
+	if len(name) <= maxNameBytes {
+		return name
+	}
+	return cutAt(name, maxNameBytes) + fmt.Sprintf("…(%d bytes)", len(name))
+}
+
+// quoteName is clipName quoted, as %q quotes: the quoted prefix and the
+// count of the name's bytes.
+func quoteName(name string) string {
+	if len(name) <= maxNameBytes {
+		return strconv.Quote(name)
+	}
+	return strconv.Quote(cutAt(name, maxNameBytes)) + fmt.Sprintf("…(%d bytes)", len(name))
+}
+
+// clipText cuts a message to maxMessageBytes bytes, saying how long it was.
+func clipText(msg string) string {
+	if len(msg) <= maxMessageBytes {
+		return msg
+	}
+	return cutAt(msg, maxMessageBytes) + fmt.Sprintf("…(%d bytes)", len(msg))
+}
+
+// cutAt returns the first n bytes of s, less a rune cut in two.
+func cutAt(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// namedError is an error whose message repeats client-supplied names cut
+// to a prefix (see clipNames); it wraps the error it describes.
+type namedError struct {
+	err error
+	msg string
+}
+
+func (e *namedError) Error() string { return e.msg }
+func (e *namedError) Unwrap() error { return e.err }
+
+// clipNames returns err with the long names among names (those the client
+// sent with the call) cut to a prefix wherever its message repeats them,
+// quoted or not, and the message cut to maxMessageBytes.
+func clipNames(err error, names ...string) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	msg := err.Error()
+	for _, n := range names {
+		if len(n) <= maxNameBytes {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, strconv.Quote(n), quoteName(n))
+		msg = strings.ReplaceAll(msg, n, clipName(n))
+	}
+	msg = clipText(msg)
+	if msg == err.Error() {
+		return err
+	}
+	return &namedError{err: err, msg: msg}
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicefeed/sluice/feed"
-	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 )
 
 // flightService implements the Arrow Flight RPCs.
@@ -20,25 +20,34 @@ type flightService struct {
 	s *Server
 }
 
-// plan decodes a ChangeRequest and plans it.
-func (f *flightService) plan(ctx context.Context, cmd []byte) (*sluicev1.ChangeRequest, *feed.Plan, error) {
-	req, err := DecodeRequest(cmd)
-	if err != nil {
-		return nil, nil, err
-	}
-	fr, err := feedRequest(req)
-	if err != nil {
-		return nil, nil, err
+// plan plans an authorized window request.
+func (s *Server) plan(ctx context.Context, r *request) (*feed.Plan, error) {
+	if r.stream != nil {
+		return nil, errStreamNotWindow
 	}
 	start := time.Now()
-	p, err := f.s.engine.Plan(ctx, fr)
+	p, err := s.engine.Plan(ctx, r.window)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if f.s.metrics != nil {
-		f.s.metrics.planSeconds.Observe(time.Since(start).Seconds())
+	if s.metrics != nil {
+		s.metrics.planSeconds.Observe(time.Since(start).Seconds())
 	}
-	return req, p, nil
+	return p, nil
+}
+
+// changeRequest runs the request pipeline of a call that carries a
+// ChangeRequest's bytes: decode and validate once, authorize once. Its
+// errors repeat the client's names cut short.
+func (s *Server) changeRequest(ctx context.Context, b []byte) (*request, error) {
+	r, err := parseRequest(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(ctx, r); err != nil {
+		return nil, clipNames(err, r.names()...)
+	}
+	return r, nil
 }
 
 func commandOf(desc *flight.FlightDescriptor) ([]byte, error) {
@@ -55,24 +64,33 @@ func commandOf(desc *flight.FlightDescriptor) ([]byte, error) {
 // GetFlightInfo plans the window of the ChangeRequest in the descriptor and
 // returns one endpoint whose ticket pins the planned window.
 func (f *flightService) GetFlightInfo(ctx context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	info, err := f.s.flightInfo(ctx, desc)
+	if err != nil {
+		return nil, f.s.fail(ctx, "GetFlightInfo", err)
+	}
+	return info, nil
+}
+
+func (s *Server) flightInfo(ctx context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	cmd, err := commandOf(desc)
 	if err != nil {
-		return nil, f.s.fail(ctx, "GetFlightInfo", err)
+		return nil, err
 	}
-	if req, err := DecodeRequest(cmd); err == nil && isStream(req) {
-		info, err := f.streamInfo(ctx, desc, req)
-		if err != nil {
-			return nil, f.s.fail(ctx, "GetFlightInfo", err)
-		}
-		return info, nil
-	}
-	req, p, err := f.plan(ctx, cmd)
+	r, err := s.changeRequest(ctx, cmd)
 	if err != nil {
-		return nil, f.s.fail(ctx, "GetFlightInfo", err)
+		return nil, err
 	}
-	ticket, err := pinnedTicket(req, p)
+	if r.stream != nil {
+		info, err := s.streamInfo(ctx, desc, r)
+		return info, clipNames(err, r.names()...)
+	}
+	p, err := s.plan(ctx, r)
 	if err != nil {
-		return nil, f.s.fail(ctx, "GetFlightInfo", err)
+		return nil, clipNames(err, r.names()...)
+	}
+	ticket, err := pinnedTicket(r.wire, p)
+	if err != nil {
+		return nil, err
 	}
 	total := int64(-1)
 	if exactRowCount(p) {
@@ -80,10 +98,10 @@ func (f *flightService) GetFlightInfo(ctx context.Context, desc *flight.FlightDe
 	}
 	meta, err := json.Marshal(planSummary(p))
 	if err != nil {
-		return nil, f.s.fail(ctx, "GetFlightInfo", err)
+		return nil, err
 	}
 	return &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(p.Schema(), f.s.mem),
+		Schema:           flight.SerializeSchema(p.Schema(), s.mem),
 		FlightDescriptor: desc,
 		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
 		TotalRecords:     total,
@@ -96,27 +114,22 @@ func (f *flightService) GetFlightInfo(ctx context.Context, desc *flight.FlightDe
 // streamInfo is the FlightInfo of a stream request: its schema (that of
 // the table's current snapshot) and one endpoint whose ticket is the
 // request itself, since a stream starts where it is when DoGet opens it.
-func (f *flightService) streamInfo(ctx context.Context, desc *flight.FlightDescriptor,
-	req *sluicev1.ChangeRequest) (*flight.FlightInfo, error) {
-	sr, err := parseStream(req)
+func (s *Server) streamInfo(ctx context.Context, desc *flight.FlightDescriptor, r *request) (*flight.FlightInfo, error) {
+	schema, err := s.engine.Schema(ctx, r.shape())
 	if err != nil {
 		return nil, err
 	}
-	schema, err := f.s.engine.Schema(ctx, sr.window)
+	ticket, err := proto.MarshalOptions{Deterministic: true}.Marshal(r.wire)
 	if err != nil {
 		return nil, err
 	}
-	ticket, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := json.Marshal(map[string]any{"table": sr.window.Table, "follow": sr.follow, "start": sr.start,
-		"consumer": sr.consumer})
+	meta, err := json.Marshal(map[string]any{"table": r.stream.Table, "follow": r.stream.Follow,
+		"start": r.stream.Start, "consumer": r.consumer})
 	if err != nil {
 		return nil, err
 	}
 	return &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(schema, f.s.mem),
+		Schema:           flight.SerializeSchema(schema, s.mem),
 		FlightDescriptor: desc,
 		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
 		TotalRecords:     -1,
@@ -160,62 +173,68 @@ func planSummary(p *feed.Plan) summary {
 // GetSchema returns the output schema of the ChangeRequest in the
 // descriptor, without reading data.
 func (f *flightService) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	cmd, err := commandOf(desc)
-	if err != nil {
-		return nil, f.s.fail(ctx, "GetSchema", err)
-	}
-	req, err := DecodeRequest(cmd)
-	if err != nil {
-		return nil, f.s.fail(ctx, "GetSchema", err)
-	}
-	var fr feed.Request
-	if isStream(req) {
-		sr, err := parseStream(req)
-		if err != nil {
-			return nil, f.s.fail(ctx, "GetSchema", err)
-		}
-		fr = sr.window
-	} else if fr, err = feedRequest(req); err != nil {
-		return nil, f.s.fail(ctx, "GetSchema", err)
-	}
-	schema, err := f.s.engine.Schema(ctx, fr)
+	schema, err := f.s.schema(ctx, desc)
 	if err != nil {
 		return nil, f.s.fail(ctx, "GetSchema", err)
 	}
 	return &flight.SchemaResult{Schema: flight.SerializeSchema(schema, f.s.mem)}, nil
 }
 
+func (s *Server) schema(ctx context.Context, desc *flight.FlightDescriptor) (*arrow.Schema, error) {
+	cmd, err := commandOf(desc)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.changeRequest(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := s.engine.Schema(ctx, r.shape())
+	return schema, clipNames(err, r.names()...)
+}
+
 // DoGet streams the changes of a ticket: a pinned ticket from
-// GetFlightInfo, or a ChangeRequest sent directly.
+// GetFlightInfo, or a ChangeRequest sent directly (a window or a stream).
 func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	ctx := stream.Context()
-	if req, err := DecodeRequest(tkt.GetTicket()); err == nil && isStream(req) {
-		if err := f.s.serveStream(ctx, req, stream); err != nil {
-			return f.s.fail(ctx, "DoGet", err)
-		}
-		return nil
-	}
-	req, p, err := f.plan(ctx, tkt.GetTicket())
+	r, err := f.s.changeRequest(ctx, tkt.GetTicket())
 	if err != nil {
 		return f.s.fail(ctx, "DoGet", err)
 	}
-	w := f.s.newWriter(stream, p.Table, p.Schema(), req.GetCompression())
+	if r.stream != nil {
+		err = f.s.serveStream(ctx, r, stream)
+	} else {
+		err = f.s.serveWindow(ctx, r, stream)
+	}
+	if err != nil {
+		return f.s.fail(ctx, "DoGet", clipNames(err, r.names()...))
+	}
+	return nil
+}
+
+// serveWindow plans a window and streams its changes.
+func (s *Server) serveWindow(ctx context.Context, r *request, stream flight.DataStreamWriter) error {
+	p, err := s.plan(ctx, r)
+	if err != nil {
+		return err
+	}
+	w := s.newWriter(stream, p.Table, p.Schema(), r.compression)
 	defer w.release()
-	for b, err := range f.s.engine.Read(ctx, p) {
+	for b, err := range s.engine.Read(ctx, p) {
 		if err != nil {
-			return f.s.fail(ctx, "DoGet", err)
+			return err
 		}
-		err := w.write(b)
+		err := w.write(b, kindChanges)
 		b.Record.Release()
 		if err != nil {
-			return f.s.fail(ctx, "DoGet", sendError(ctx, err))
+			return sendError(ctx, err)
 		}
 	}
 	if err := w.close(); err != nil {
-		return f.s.fail(ctx, "DoGet", sendError(ctx, err))
+		return sendError(ctx, err)
 	}
 	messages, bytes := w.sent()
-	f.s.log.DebugContext(ctx, "stream done", "table", p.Table, "snapshots", len(p.Snapshots),
+	s.log.DebugContext(ctx, "stream done", "table", p.Table, "snapshots", len(p.Snapshots),
 		"messages", messages, "bytes", bytes)
 	return nil
 }
@@ -229,11 +248,12 @@ func sendError(ctx context.Context, err error) error {
 	return err
 }
 
-// ListFlights lists one flight per table: its descriptor is the command
-// {"table": "<name>"}, which reads the table's whole history.
+// ListFlights lists one flight per table the caller may read: its
+// descriptor is the command {"table": "<name>"}, which reads the table's
+// whole history.
 func (f *flightService) ListFlights(_ *flight.Criteria, stream flight.FlightService_ListFlightsServer) error {
 	ctx := stream.Context()
-	tables, err := f.s.engine.ListTables(ctx, nil)
+	tables, err := f.s.tables(ctx)
 	if err != nil {
 		return f.s.fail(ctx, "ListFlights", err)
 	}
@@ -242,7 +262,11 @@ func (f *flightService) ListFlights(_ *flight.Criteria, stream flight.FlightServ
 		if err != nil {
 			return f.s.fail(ctx, "ListFlights", err)
 		}
-		schema, err := f.s.engine.Schema(ctx, feed.Request{Table: t.Name})
+		req, err := f.s.authorizeShape(ctx, feed.Request{Table: t.Name})
+		if err != nil {
+			return f.s.fail(ctx, "ListFlights", err)
+		}
+		schema, err := f.s.engine.Schema(ctx, req)
 		if err != nil {
 			return f.s.fail(ctx, "ListFlights", err)
 		}

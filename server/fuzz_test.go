@@ -43,7 +43,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err := proto.Unmarshal(again, back); err != nil || !proto.Equal(req, back) {
 			t.Fatalf("round trip changed the request: %v", err)
 		}
-		if _, err := feedRequest(req); err != nil {
+		if _, err := newRequest(req); err != nil {
 			if codeOf(err) == codes.Internal {
 				t.Fatalf("request error %v maps to Internal", err)
 			}

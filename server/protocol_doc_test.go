@@ -64,7 +64,7 @@ var docSentinels = []struct {
 	{"feed.ErrUnsupported", feed.ErrUnsupported, "a table feature"},
 	{"feed.ErrInconsistentSnapshot", feed.ErrInconsistentSnapshot, "disagree with its summary"},
 	{"feed.ErrUnreadable", feed.ErrUnreadable, "unreadable table file"},
-	{"ErrSchemaChanged", ErrSchemaChanged, "schema changed"},
+	{"feed.ErrSchemaChanged", feed.ErrSchemaChanged, "schema changed"},
 	{"feed.ErrTooLarge", feed.ErrTooLarge, "a single row"},
 	{"ErrMessageTooLarge", ErrMessageTooLarge, "would encode"},
 	{"ErrLimit", ErrLimit, "a server limit"},
@@ -262,15 +262,7 @@ func TestProtocolDocRequestFields(t *testing.T) {
 // checkDocWire decodes and validates a request as the server does before it
 // reads any table.
 func checkDocWire(b []byte) error {
-	req, err := DecodeRequest(b)
-	if err != nil {
-		return err
-	}
-	if isStream(req) {
-		_, err = parseStream(req)
-	} else {
-		_, err = feedRequest(req)
-	}
+	_, err := parseRequest(b)
 	return err
 }
 
@@ -528,12 +520,12 @@ func TestProtocolDocStartModes(t *testing.T) {
 			mode = spans[0]
 		}
 		documented = append(documented, mode)
-		if strings.Contains(row[0], "(default)") && mode != StartLatestFull {
-			t.Errorf("the contract says %s is the default start; it is %s", mode, StartLatestFull)
+		if strings.Contains(row[0], "(default)") && mode != feed.StartLatestFull {
+			t.Errorf("the contract says %s is the default start; it is %s", mode, feed.StartLatestFull)
 		}
 	}
-	if !slices.Equal(docSorted(documented), docSorted(startModes)) {
-		t.Errorf("the contract documents the start modes %v; the server takes %v", documented, startModes)
+	if !slices.Equal(docSorted(documented), docSorted(feed.StartModes())) {
+		t.Errorf("the contract documents the start modes %v; the server takes %v", documented, feed.StartModes())
 	}
 }
 

@@ -41,31 +41,46 @@ func DecodeRequest(b []byte) (*sluicev1.ChangeRequest, error) {
 		if proto.Unmarshal(b, bin) == nil && bin.GetTable() != "" {
 			return bin, nil
 		}
-		return nil, badRequestf("malformed JSON ChangeRequest: %v", jsonErr)
+		return nil, badRequestf("malformed JSON ChangeRequest: %s", clipText(jsonErr.Error()))
 	}
 	if err := proto.Unmarshal(b, req); err != nil {
-		return nil, badRequestf("malformed ChangeRequest: not JSON, and not binary protobuf (%v)", err)
+		return nil, badRequestf("malformed ChangeRequest: not JSON, and not binary protobuf (%s)", clipText(err.Error()))
 	}
 	return req, nil
 }
 
-// feedRequest validates the wire request's server-level fields and converts
-// it to the engine's request.
-func feedRequest(req *sluicev1.ChangeRequest) (feed.Request, error) {
-	if !slices.Contains(compressions, req.GetCompression()) {
-		return feed.Request{}, badRequestf("compression %q: want \"\" (none), \"lz4\" or \"zstd\"", req.GetCompression())
-	}
-	if isStream(req) {
-		return feed.Request{}, badRequestf("follow, start and consumer make a stream, which DoGet reads; " +
-			"explain plans a window: leave them out")
-	}
-	return windowRequest(req), windowRequest(req).Validate()
+// request is a ChangeRequest decoded and validated once, its filter parsed
+// once: a window, or a stream (follow, a start mode or a consumer). Every
+// call that takes a ChangeRequest goes through parseRequest or newRequest,
+// then authorizes it once (Server.authorize), then dispatches.
+type request struct {
+	wire *sluicev1.ChangeRequest
+	// window is the request of a window; stream that of a stream (nil for
+	// a window).
+	window feed.Request
+	stream *feed.StreamRequest
+	// consumer is a stream's durable consumer ("" for none).
+	consumer    string
+	compression string
 }
 
-// windowRequest converts the wire request to the engine's request, without
-// validating it.
-func windowRequest(req *sluicev1.ChangeRequest) feed.Request {
-	return feed.Request{
+// parseRequest decodes and validates a ChangeRequest: the bytes of a
+// ticket, a descriptor's command or an action body.
+func parseRequest(b []byte) (*request, error) {
+	req, err := DecodeRequest(b)
+	if err != nil {
+		return nil, err
+	}
+	return newRequest(req)
+}
+
+// newRequest validates a decoded ChangeRequest and parses its filter.
+func newRequest(req *sluicev1.ChangeRequest) (*request, error) {
+	r := &request{wire: req, compression: req.GetCompression(), consumer: req.GetConsumer()}
+	if !slices.Contains(compressions, r.compression) {
+		return nil, badRequestf("compression %s: want \"\" (none), \"lz4\" or \"zstd\"", quoteName(r.compression))
+	}
+	w := feed.Request{
 		Table:           req.GetTable(),
 		FromSnapshot:    req.FromSnapshot,
 		FromTimestampMs: req.FromTimestampMs,
@@ -77,6 +92,48 @@ func windowRequest(req *sluicev1.ChangeRequest) feed.Request {
 		FoldUpdates:     req.GetFoldUpdates(),
 		NetChanges:      req.GetNetChanges(),
 	}
+	if !isStream(req) {
+		var err error
+		r.window, err = w.Parse()
+		return r, err
+	}
+	if r.consumer != "" {
+		if err := checkConsumer(r.consumer); err != nil {
+			return nil, err
+		}
+	}
+	sr, err := feed.StreamRequest{Request: w, Follow: req.GetFollow(), Start: req.GetStart()}.Parse()
+	if err != nil {
+		return nil, err
+	}
+	r.stream = &sr
+	return r, nil
+}
+
+// table is the table the request names.
+func (r *request) table() string {
+	if r.stream != nil {
+		return r.stream.Table
+	}
+	return r.window.Table
+}
+
+// shape is the request's table and shape of changes, without a window: the
+// request whose schema a stream's FlightInfo and GetSchema return.
+func (r *request) shape() feed.Request {
+	if r.stream == nil {
+		return r.window
+	}
+	shape := r.stream.Request
+	shape.FromSnapshot, shape.FromTimestampMs = nil, nil
+	return shape
+}
+
+// names are the client-supplied names of the request, which messages may
+// repeat (see clipNames).
+func (r *request) names() []string {
+	out := append([]string{r.table(), r.consumer, r.wire.GetStart(), r.compression}, r.wire.GetColumns()...)
+	return append(out, r.wire.GetIdentity()...)
 }
 
 // isStream reports whether the request asks for a stream (follow, a start
@@ -84,6 +141,10 @@ func windowRequest(req *sluicev1.ChangeRequest) feed.Request {
 func isStream(req *sluicev1.ChangeRequest) bool {
 	return req.GetFollow() || req.GetStart() != "" || req.GetConsumer() != ""
 }
+
+// errStreamNotWindow refuses a stream request where a window is wanted.
+var errStreamNotWindow = badRequestf("follow, start and consumer make a stream, which DoGet reads; " +
+	"explain plans a window: leave them out")
 
 // pinnedTicket returns the ticket that reads exactly the planned window:
 // the request with its window resolved to snapshot ids.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	flightgen "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -19,11 +18,15 @@ import (
 
 // Defaults of FollowOptions.
 const (
-	DefaultPollInterval       = time.Second
-	DefaultHeartbeatInterval  = 5 * time.Second
-	DefaultMaxBackoff         = 30 * time.Second
-	DefaultMaxWindowSnapshots = 100
+	DefaultPollInterval       = feed.DefaultPollInterval
+	DefaultHeartbeatInterval  = feed.DefaultHeartbeatInterval
+	DefaultMaxBackoff         = feed.DefaultMaxBackoff
+	DefaultMaxWindowSnapshots = feed.DefaultMaxWindowSnapshots
 )
+
+// FollowOptions tunes how follow streams and WatchCommits watch tables
+// (see feed.FollowOptions). Zero values take the defaults.
+type FollowOptions = feed.FollowOptions
 
 // Options configures a Server. The zero value is valid.
 type Options struct {
@@ -49,43 +52,6 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// FollowOptions tunes how follow streams and WatchCommits watch tables.
-// Zero values take the defaults.
-type FollowOptions struct {
-	// PollInterval is how often a follow stream reads the table's metadata
-	// for new commits. Default DefaultPollInterval (1s).
-	PollInterval time.Duration
-	// HeartbeatInterval is how long a follow stream may go without sending
-	// a batch before it sends a 0-row heartbeat batch. Default
-	// DefaultHeartbeatInterval (5s).
-	HeartbeatInterval time.Duration
-	// MaxBackoff bounds the wait between polls while the catalog fails: the
-	// wait doubles from PollInterval up to it. Default DefaultMaxBackoff
-	// (30s).
-	MaxBackoff time.Duration
-	// MaxWindowSnapshots bounds the snapshots of one planned window when a
-	// stream catches up with a long history. Default
-	// DefaultMaxWindowSnapshots.
-	MaxWindowSnapshots int
-}
-
-func (o FollowOptions) withDefaults() FollowOptions {
-	if o.PollInterval <= 0 {
-		o.PollInterval = DefaultPollInterval
-	}
-	if o.HeartbeatInterval <= 0 {
-		o.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	o.MaxBackoff = max(o.MaxBackoff, o.PollInterval)
-	if o.MaxWindowSnapshots <= 0 {
-		o.MaxWindowSnapshots = DefaultMaxWindowSnapshots
-	}
-	return o
-}
-
 // ProgressStore is the durable store of consumer progress the server
 // needs; *progress.Store implements it. Get returns an error wrapping
 // progress.ErrNotFound for a consumer without progress; failures to reach
@@ -99,7 +65,8 @@ type ProgressStore interface {
 
 // Server is the Flight service and the ControlService over one engine.
 type Server struct {
-	engine   *guard
+	engine   *feed.Engine
+	authz    *auth.Authorizer
 	mem      memory.Allocator
 	log      *slog.Logger
 	progress ProgressStore
@@ -124,8 +91,8 @@ func New(engine *feed.Engine, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	shutdown, stop := context.WithCancel(context.Background())
-	return &Server{engine: &guard{e: engine, authz: opts.Authorizer}, mem: opts.Allocator, log: opts.Logger,
-		progress: opts.Progress, follow: opts.Follow.withDefaults(), shutdown: shutdown, stopFollowed: stop,
+	return &Server{engine: engine, authz: opts.Authorizer, mem: opts.Allocator, log: opts.Logger,
+		progress: opts.Progress, follow: opts.Follow.WithDefaults(), shutdown: shutdown, stopFollowed: stop,
 		authn: opts.Authenticator, limits: newLimiter(opts.Limits), metrics: opts.Metrics}
 }
 

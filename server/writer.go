@@ -57,13 +57,9 @@ const (
 	kindHeartbeat
 )
 
-// write sends one batch with its app_metadata. It does not release the
-// batch.
-func (bw *batchWriter) write(b feed.Batch) error { return bw.writeKind(b, kindChanges) }
-
-// writeKind sends one batch of the given kind with its app_metadata. It
-// does not release the batch.
-func (bw *batchWriter) writeKind(b feed.Batch, kind int) error {
+// write sends one batch of the given kind with its app_metadata. It does
+// not release the batch.
+func (bw *batchWriter) write(b feed.Batch, kind int) error {
 	bw.pw.appMeta = appMetadata(b, kind)
 	defer func() { bw.pw.appMeta = nil }()
 	before := bw.pw.bytes

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluicefeed/sluice/feed"
+	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+)
+
+// The typed handlers of the control calls: one per call, each taking its
+// typed request and returning its typed result. The Flight actions
+// (actions.go, JSON bodies and results) and the ControlService (control.go,
+// protobuf) are thin adapters over them. Each authorizes once, before it
+// reads anything, and its errors repeat the client's names cut short.
+
+// tableBody is the request of the calls that name a table.
+type tableBody struct {
+	Table string `json:"table"`
+}
+
+func (b tableBody) names() []string { return []string{b.Table} }
+
+// emptyBody is the request of list_tables.
+type emptyBody struct{}
+
+func (emptyBody) names() []string { return nil }
+
+// commitSeq returns the table's current commit position.
+func (s *Server) commitSeq(ctx context.Context, b tableBody) (feed.TableStatus, error) {
+	if err := s.checkTable(ctx, b.Table); err != nil {
+		return feed.TableStatus{}, err
+	}
+	st, err := s.engine.Status(ctx, b.Table)
+	return st, clipNames(err, b.names()...)
+}
+
+// tableList is the result of list_tables.
+type tableList struct {
+	Tables []feed.TableInfo `json:"tables"`
+}
+
+func (l tableList) proto() *sluicev1.ListTablesResponse {
+	out := &sluicev1.ListTablesResponse{}
+	for _, t := range l.Tables {
+		out.Tables = append(out.Tables, &sluicev1.TableInfo{Name: t.Name, Format: t.Format,
+			FormatVersion: int32(t.FormatVersion), CurrentSnapshot: t.CurrentSnapshot, CommitSeq: t.CommitSeq})
+	}
+	return out
+}
+
+// listTables lists the tables the caller may read.
+func (s *Server) listTables(ctx context.Context, _ emptyBody) (tableList, error) {
+	tables, err := s.tables(ctx)
+	return tableList{Tables: tables}, err
+}
+
+// tables describes the tables the caller may read.
+func (s *Server) tables(ctx context.Context) ([]feed.TableInfo, error) {
+	return s.engine.ListTables(ctx, s.readable(ctx))
+}
+
+// snapshotList is the result of list_snapshots.
+type snapshotList struct {
+	Table     string          `json:"table"`
+	Snapshots []feed.Snapshot `json:"snapshots"`
+}
+
+func (l snapshotList) proto() *sluicev1.ListSnapshotsResponse {
+	out := &sluicev1.ListSnapshotsResponse{Table: l.Table}
+	for _, s := range l.Snapshots {
+		out.Snapshots = append(out.Snapshots, &sluicev1.SnapshotInfo{Snapshot: s.ID, Parent: s.ParentID,
+			SequenceNumber: s.SequenceNumber, CommitSeq: s.CommitSeq, TimestampMs: s.TimestampMs,
+			Operation: s.Operation, Summary: s.Summary, SchemaId: int32(s.SchemaID)})
+	}
+	return out
+}
+
+// listSnapshots returns the lineage of the table's main branch.
+func (s *Server) listSnapshots(ctx context.Context, b tableBody) (snapshotList, error) {
+	if err := s.checkTable(ctx, b.Table); err != nil {
+		return snapshotList{}, err
+	}
+	snaps, err := s.engine.Snapshots(ctx, b.Table)
+	return snapshotList{Table: b.Table, Snapshots: snaps}, clipNames(err, b.names()...)
+}
+
+// explain plans a window without reading data.
+func (s *Server) explain(ctx context.Context, r *request) (*feed.Plan, error) {
+	if err := s.authorize(ctx, r); err != nil {
+		return nil, clipNames(err, r.names()...)
+	}
+	p, err := s.plan(ctx, r)
+	return p, clipNames(err, r.names()...)
+}
+
+func planProto(p *feed.Plan) *sluicev1.Plan {
+	out := &sluicev1.Plan{Table: p.Table, FromSnapshot: p.From, ToSnapshot: p.To, Columns: p.Columns,
+		Identity: p.Identity, Filter: p.Filter, FilesRead: p.FilesRead, FilesSkipped: p.FilesSkipped, BytesRead: p.BytesRead,
+		RecordsRead: p.RecordsRead}
+	for _, sp := range p.Snapshots {
+		ps := &sluicev1.SnapshotPlan{Snapshot: sp.ID, SequenceNumber: sp.SequenceNumber, CommitSeq: sp.CommitSeq,
+			TimestampMs: sp.TimestampMs, Operation: sp.Operation, Strategy: sp.Strategy,
+			FilesSkipped: sp.FilesSkipped, BytesRead: sp.BytesRead, RecordsRead: sp.RecordsRead}
+		for _, f := range sp.Files {
+			ps.Files = append(ps.Files, &sluicev1.FilePlan{Path: f.Path, Content: f.Content, Role: f.Role,
+				RecordCount: f.RecordCount, FileSizeBytes: f.FileSizeBytes})
+		}
+		out.Snapshots = append(out.Snapshots, ps)
+	}
+	return out
+}
+
+func statusProto(st feed.TableStatus) *sluicev1.CommitSeqResponse {
+	return &sluicev1.CommitSeqResponse{Table: st.Table, CommitSeq: st.CommitSeq, Snapshot: st.Snapshot,
+		TimestampMs: st.TimestampMs}
+}
+
+// watchCommits sends the table's commit position, then one position per
+// new commit, in commit order, as the poll sees them land. It ends only
+// with an error: the caller's cancellation, a failure other than an
+// unavailable catalog (which it retries with backoff), or ErrShuttingDown.
+func (s *Server) watchCommits(ctx context.Context, b tableBody, send func(feed.TableStatus) error) error {
+	if err := s.checkTable(ctx, b.Table); err != nil {
+		return err
+	}
+	err := s.untilShutdown(ctx, func(ctx context.Context) error {
+		retrying := func(err error, wait time.Duration) {
+			s.log.WarnContext(ctx, "watch commits: catalog unavailable, retrying", "table", b.Table, "in", wait,
+				"error", err.Error())
+		}
+		for st, err := range s.engine.WatchCommits(ctx, b.Table, s.follow, transient, retrying) {
+			if err != nil {
+				return err
+			}
+			if err := send(st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, ErrShuttingDown) {
+		return fmt.Errorf("%w: watching table %s ends; reconnect to resume", ErrShuttingDown, b.Table)
+	}
+	return clipNames(err, b.names()...)
+}
+
+// checkTable checks that a call names a table the caller may read.
+func (s *Server) checkTable(ctx context.Context, table string) error {
+	if strings.TrimSpace(table) == "" {
+		return fmt.Errorf("%w: table is required", feed.ErrInvalidRequest)
+	}
+	return clipNames(s.authorizeTable(ctx, table), table)
+}
