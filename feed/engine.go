@@ -201,26 +201,44 @@ func (e *Engine) History(ctx context.Context, name string) (History, error) {
 	return historyOf(tbl.Metadata(), nil), nil
 }
 
+// TableError is a table that a listing left out, and why.
+type TableError struct {
+	Table string
+	Err   error
+}
+
 // ListTables describes every table for which allow returns true (all
-// tables when allow is nil).
-func (e *Engine) ListTables(ctx context.Context, allow func(name string) bool) ([]TableInfo, error) {
+// tables when allow is nil). A table that cannot be loaded (its metadata
+// file missing or damaged) is left out of tables and reported in skipped,
+// so that one broken table does not hide the others; but when tables were
+// to be listed and none could be loaded, the listing fails with the first
+// one's error (the catalog's storage is then most likely unreachable).
+func (e *Engine) ListTables(ctx context.Context, allow func(name string) bool) (tables []TableInfo,
+	skipped []TableError, err error) {
 	names, err := e.tables.ListTables(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]TableInfo, 0, len(names))
+	tables = make([]TableInfo, 0, len(names))
 	for _, name := range names {
 		if allow != nil && !allow(name) {
 			continue
 		}
 		tbl, err := e.tables.LoadTable(ctx, name)
 		if err != nil {
-			return nil, fmt.Errorf("list tables: %w", err)
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			skipped = append(skipped, TableError{Table: name, Err: err})
+			continue
 		}
 		meta := tbl.Metadata()
 		st := status(name, meta)
-		out = append(out, TableInfo{Name: name, Format: "iceberg", FormatVersion: meta.Version(),
+		tables = append(tables, TableInfo{Name: name, Format: "iceberg", FormatVersion: meta.Version(),
 			CurrentSnapshot: st.Snapshot, CommitSeq: st.CommitSeq})
 	}
-	return out, nil
+	if len(tables) == 0 && len(skipped) > 0 {
+		return nil, skipped, fmt.Errorf("list tables: no table could be loaded: %w", skipped[0].Err)
+	}
+	return tables, skipped, nil
 }

@@ -58,9 +58,21 @@ func (s *Server) listTables(ctx context.Context, _ emptyBody) (tableList, error)
 	return tableList{Tables: tables}, err
 }
 
-// tables describes the tables the caller may read.
+// tables describes the tables the caller may read. A table that cannot be
+// loaded is left out, and logged: one broken table does not make the
+// listing fail for everyone who may read it.
 func (s *Server) tables(ctx context.Context) ([]feed.TableInfo, error) {
-	return s.engine.ListTables(ctx, s.readable(ctx))
+	tables, skipped, err := s.engine.ListTables(ctx, s.readable(ctx))
+	for _, sk := range skipped {
+		s.skipped(ctx, sk.Table, sk.Err)
+	}
+	return tables, err
+}
+
+// skipped logs a table left out of a listing.
+func (s *Server) skipped(ctx context.Context, table string, err error) {
+	s.log.WarnContext(ctx, "table left out of a listing", "table", clipName(table), "principal",
+		principalOf(ctx).Name, "code", codeOf(err).String(), "error", clipNames(err, table).Error())
 }
 
 // snapshotList is the result of list_snapshots.
