@@ -165,7 +165,7 @@ func decodeBody(action string, body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badRequestf("%s: malformed JSON body: %s", action, clipText(err.Error()))
+		return badRequestf("%s: malformed JSON body: %s", action, clipText(clipQuoted(err.Error())))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequestf("%s: malformed JSON body: data after the object", action)

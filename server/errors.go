@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -134,6 +135,26 @@ func clipText(msg string) string {
 		return msg
 	}
 	return cutAt(msg, maxMessageBytes) + fmt.Sprintf("…(%d bytes)", len(msg))
+}
+
+// quoted matches a double-quoted string with Go or JSON escapes.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// clipQuoted cuts every quoted string longer than maxNameBytes in a
+// message, as quoteName does: for the errors of decoders, which repeat a
+// name of the client's (an unknown field) without the caller knowing it.
+func clipQuoted(msg string) string {
+	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		inner := q[1 : len(q)-1]
+		if len(inner) <= maxNameBytes {
+			return q
+		}
+		head := cutAt(inner, maxNameBytes)
+		if n := len(head) - len(strings.TrimRight(head, `\`)); n%2 == 1 {
+			head = head[:len(head)-1] // not half an escape
+		}
+		return `"` + head + `"` + fmt.Sprintf("…(%d bytes)", len(inner))
+	})
 }
 
 // cutAt returns the first n bytes of s, less a rune cut in two.

@@ -234,7 +234,7 @@ func (s *Server) serveWindow(ctx context.Context, r *request, stream flight.Data
 		return sendError(ctx, err)
 	}
 	messages, bytes := w.sent()
-	s.log.DebugContext(ctx, "stream done", "table", p.Table, "snapshots", len(p.Snapshots),
+	s.log.DebugContext(ctx, "stream done", "table", clipName(p.Table), "snapshots", len(p.Snapshots),
 		"messages", messages, "bytes", bytes)
 	return nil
 }

@@ -141,8 +141,8 @@ func (s *Server) watchCommits(ctx context.Context, b tableBody, send func(feed.T
 	}
 	err := s.untilShutdown(ctx, func(ctx context.Context) error {
 		retrying := func(err error, wait time.Duration) {
-			s.log.WarnContext(ctx, "watch commits: catalog unavailable, retrying", "table", b.Table, "in", wait,
-				"error", err.Error())
+			s.log.WarnContext(ctx, "watch commits: catalog unavailable, retrying", "table", clipName(b.Table),
+				"in", wait, "error", clipNames(err, b.Table).Error())
 		}
 		for st, err := range s.engine.WatchCommits(ctx, b.Table, s.follow, transient, retrying) {
 			if err != nil {

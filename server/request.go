@@ -41,10 +41,10 @@ func DecodeRequest(b []byte) (*sluicev1.ChangeRequest, error) {
 		if proto.Unmarshal(b, bin) == nil && bin.GetTable() != "" {
 			return bin, nil
 		}
-		return nil, badRequestf("malformed JSON ChangeRequest: %s", clipText(jsonErr.Error()))
+		return nil, badRequestf("malformed JSON ChangeRequest: %s", clipText(clipQuoted(jsonErr.Error())))
 	}
 	if err := proto.Unmarshal(b, req); err != nil {
-		return nil, badRequestf("malformed ChangeRequest: not JSON, and not binary protobuf (%s)", clipText(err.Error()))
+		return nil, badRequestf("malformed ChangeRequest: not JSON, and not binary protobuf (%s)", clipText(clipQuoted(err.Error())))
 	}
 	return req, nil
 }
@@ -76,6 +76,14 @@ func parseRequest(b []byte) (*request, error) {
 
 // newRequest validates a decoded ChangeRequest and parses its filter.
 func newRequest(req *sluicev1.ChangeRequest) (*request, error) {
+	r, err := validate(req)
+	if err != nil {
+		return nil, clipNames(err, wireNames(req)...)
+	}
+	return r, nil
+}
+
+func validate(req *sluicev1.ChangeRequest) (*request, error) {
 	r := &request{wire: req, compression: req.GetCompression(), consumer: req.GetConsumer()}
 	if !slices.Contains(compressions, r.compression) {
 		return nil, badRequestf("compression %s: want \"\" (none), \"lz4\" or \"zstd\"", quoteName(r.compression))
@@ -110,14 +118,6 @@ func newRequest(req *sluicev1.ChangeRequest) (*request, error) {
 	return r, nil
 }
 
-// table is the table the request names.
-func (r *request) table() string {
-	if r.stream != nil {
-		return r.stream.Table
-	}
-	return r.window.Table
-}
-
 // shape is the request's table and shape of changes, without a window: the
 // request whose schema a stream's FlightInfo and GetSchema return.
 func (r *request) shape() feed.Request {
@@ -131,9 +131,12 @@ func (r *request) shape() feed.Request {
 
 // names are the client-supplied names of the request, which messages may
 // repeat (see clipNames).
-func (r *request) names() []string {
-	out := append([]string{r.table(), r.consumer, r.wire.GetStart(), r.compression}, r.wire.GetColumns()...)
-	return append(out, r.wire.GetIdentity()...)
+func (r *request) names() []string { return wireNames(r.wire) }
+
+func wireNames(req *sluicev1.ChangeRequest) []string {
+	out := append([]string{req.GetTable(), req.GetConsumer(), req.GetStart(), req.GetCompression()},
+		req.GetColumns()...)
+	return append(out, req.GetIdentity()...)
 }
 
 // isStream reports whether the request asks for a stream (follow, a start

@@ -121,7 +121,8 @@ func (s *Server) fail(ctx context.Context, call string, err error) error {
 	if code == codes.Internal || code == codes.Unknown {
 		level = slog.LevelError
 	}
-	attrs := []any{"call", call, "code", code.String(), "principal", principalOf(ctx).Name, "error", err.Error()}
+	attrs := []any{"call", call, "code", code.String(), "principal", principalOf(ctx).Name,
+		"error", clipText(err.Error())}
 	var pe *feed.PanicError
 	if errors.As(err, &pe) {
 		attrs = append(attrs, "stack", string(pe.Stack))

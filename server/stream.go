@@ -30,8 +30,8 @@ func (s *Server) serveStream(ctx context.Context, r *request, stream flight.Data
 	}
 	sr.Options, sr.Transient = s.follow, transient
 	sr.Retrying = func(err error, wait time.Duration) {
-		s.log.WarnContext(ctx, "follow stream: catalog unavailable, retrying", "table", table, "in", wait,
-			"error", err.Error())
+		s.log.WarnContext(ctx, "follow stream: catalog unavailable, retrying", "table", clipName(table), "in", wait,
+			"error", clipText(err.Error()))
 	}
 	var w *batchWriter
 	defer func() {
@@ -48,7 +48,7 @@ func (s *Server) serveStream(ctx context.Context, r *request, stream flight.Data
 			kind := kindChanges
 			switch ev.Kind {
 			case feed.StreamStarted:
-				s.log.DebugContext(ctx, "stream starts", "table", table, "follow", sr.Follow, "consumer", r.consumer,
+				s.log.DebugContext(ctx, "stream starts", "table", clipName(table), "follow", sr.Follow, "consumer", r.consumer,
 					"by", ev.Start, "from", ev.Cursor.ID)
 				w = s.newWriter(stream, table, ev.Schema, r.compression)
 				continue
@@ -76,7 +76,7 @@ func (s *Server) serveStream(ctx context.Context, r *request, stream flight.Data
 	}
 	if w != nil {
 		messages, bytes := w.sent()
-		s.log.DebugContext(ctx, "stream done", "table", table, "follow", sr.Follow, "consumer", r.consumer,
+		s.log.DebugContext(ctx, "stream done", "table", clipName(table), "follow", sr.Follow, "consumer", r.consumer,
 			"snapshots", snapshots, "messages", messages, "bytes", bytes, "heartbeats", heartbeats)
 	}
 	if errors.Is(err, ErrShuttingDown) {
