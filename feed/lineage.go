@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,9 +18,12 @@ type Snapshot struct {
 	// SequenceNumber is the snapshot's data sequence number (0 in format
 	// v1 tables).
 	SequenceNumber int64 `json:"sequence_number"`
-	// CommitSeq is the snapshot's position in the table's commit order:
-	// its sequence number, or for format v1 tables (which have none) its
-	// 1-based position in the retained lineage.
+	// CommitSeq is the snapshot's position in the table's commit order,
+	// which grows by at least one with every commit to the main branch and
+	// does not change when older snapshots expire: its sequence number, or
+	// for format v1 tables (which have none) its commit time in
+	// milliseconds times 1000, raised to one more than its parent's when
+	// the clock did not move on (see v1CommitSeq).
 	CommitSeq int64 `json:"commit_seq"`
 	// TimestampMs is the commit time in milliseconds since the epoch.
 	TimestampMs int64 `json:"timestamp_ms"`
@@ -55,12 +59,44 @@ func Lineage(meta table.Metadata, head *int64) []Snapshot {
 	slices.Reverse(chain)
 	out := make([]Snapshot, len(chain))
 	for i, s := range chain {
-		out[i] = snapshotInfo(meta, s, int64(i+1))
+		out[i] = snapshotInfo(meta, s)
+		if meta.Version() < 2 {
+			var parent *Snapshot
+			if i > 0 {
+				parent = &out[i-1]
+			}
+			out[i].CommitSeq = v1CommitSeq(out[i], parent)
+		}
 	}
 	return out
 }
 
-func snapshotInfo(meta table.Metadata, s *table.Snapshot, position int64) Snapshot {
+// v1CommitScale spreads format v1 commit_seq values: a v1 snapshot's
+// commit_seq is its commit time in milliseconds times v1CommitScale.
+const v1CommitScale = 1000
+
+// v1CommitSeq is the commit_seq of a snapshot of a format v1 table, whose
+// snapshots have no sequence number, given its parent's (nil when the
+// parent is not retained): its commit time in milliseconds times
+// v1CommitScale, or one more than its parent's when that is not smaller
+// (commits in the same millisecond, a clock that went back).
+//
+// A v1 table's metadata keeps no count of its commits: expiring snapshots
+// removes them, and Java, iceberg-go and pyiceberg also prune their entries
+// from the snapshot log. A position in the retained lineage would shift
+// down when snapshots expire; a commit time does not change. The factor
+// leaves room for a thousand commits in one millisecond, so a snapshot's
+// commit_seq depends on its parent's only when their times are that close
+// (or the clock went back): only then can expiring the parent change it.
+func v1CommitSeq(s Snapshot, parent *Snapshot) int64 {
+	cs := s.TimestampMs * v1CommitScale
+	if parent != nil && cs <= parent.CommitSeq {
+		cs = parent.CommitSeq + 1
+	}
+	return cs
+}
+
+func snapshotInfo(meta table.Metadata, s *table.Snapshot) Snapshot {
 	info := Snapshot{
 		ID:             s.SnapshotID,
 		ParentID:       s.ParentSnapshotID,
@@ -68,9 +104,6 @@ func snapshotInfo(meta table.Metadata, s *table.Snapshot, position int64) Snapsh
 		CommitSeq:      s.SequenceNumber,
 		TimestampMs:    s.TimestampMs,
 		SchemaID:       meta.CurrentSchema().ID,
-	}
-	if meta.Version() < 2 {
-		info.CommitSeq = position
 	}
 	if s.SchemaID != nil {
 		info.SchemaID = *s.SchemaID
@@ -103,12 +136,14 @@ type History struct {
 	// expiredIDs are expired snapshots the metadata still names (the
 	// parent link, the snapshot log).
 	expiredIDs map[int64]bool
+	// version is the table's format version.
+	version int
 }
 
 // historyOf returns the retained lineage of head (nil: the main branch's
 // current snapshot) and what is known of its expired part.
 func historyOf(meta table.Metadata, head *int64) History {
-	h := History{Snapshots: Lineage(meta, head), expiredIDs: map[int64]bool{}}
+	h := History{Snapshots: Lineage(meta, head), expiredIDs: map[int64]bool{}, version: meta.Version()}
 	if len(h.Snapshots) == 0 {
 		return h
 	}
@@ -169,6 +204,27 @@ func (h History) Startable(id int64) bool {
 	}
 	e, ok := h.EarliestStart()
 	return ok && e == id
+}
+
+// CommitsSince returns how many commits to the lineage came after a
+// snapshot with the given commit_seq that may have left the retained
+// history (a consumer's acknowledged snapshot): the difference of the
+// commit_seq values in format v2 and later (whose sequence numbers also
+// count commits to other branches), and in format v1, whose commit_seq
+// counts time, the retained snapshots after it (the commits that expired
+// since are not known).
+func (h History) CommitsSince(commitSeq int64) int64 {
+	n := len(h.Snapshots)
+	if n == 0 {
+		return 0
+	}
+	if h.version >= 2 {
+		return max(0, h.Snapshots[n-1].CommitSeq-commitSeq)
+	}
+	i, _ := slices.BinarySearchFunc(h.Snapshots, commitSeq+1, func(s Snapshot, cs int64) int {
+		return cmp.Compare(s.CommitSeq, cs)
+	})
+	return int64(n - i)
 }
 
 // KnownExpired reports whether id names a snapshot that the metadata says

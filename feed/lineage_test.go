@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/tablewrite"
 )
 
 // fixedTable serves one table with the given metadata, in place of its
@@ -190,5 +193,84 @@ func TestReversedWindow(t *testing.T) {
 	_, err = eng.Plan(ctx, feed.Request{Table: tableName, FromTimestampMs: &from, ToTimestampMs: &to})
 	if !errors.Is(err, feed.ErrInvalidRequest) || !strings.Contains(err.Error(), "swap them") {
 		t.Fatalf("timestamps: err = %v, want invalid request saying swap them", err)
+	}
+}
+
+// TestV1CommitSeqSurvivesExpiry: a format v1 table has no sequence
+// numbers; its commit_seq grows by at least one with every commit to the
+// main branch (also when commits share a millisecond) and does not change
+// when older snapshots expire, so that lag and redelivery checks keep
+// working. (It used to be the position in the retained lineage, which
+// shifted down on expiry.)
+func TestV1CommitSeqSurvivesExpiry(t *testing.T) {
+	ctx := context.Background()
+	cat, err := tablewrite.OpenWarehouse(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	tbl, err := tablewrite.CreateTable(ctx, cat, tableName, ordersSchema(),
+		icecatalog.WithProperties(iceberg.Properties{"format-version": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &history{cat: cat, tbl: tbl}
+	for i := range 5 {
+		h.appendRows(t, []tablewrite.Row{{"id": i + 1}})
+	}
+	if v := h.tbl.Metadata().Version(); v != 1 {
+		t.Fatalf("format version %d, want 1", v)
+	}
+	seqs := func(tbl *table.Table) map[int64]int64 {
+		t.Helper()
+		hist, err := feed.New(fixedTable{tableName, tbl}, feed.Options{}).History(ctx, tableName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int64]int64{}
+		for i, s := range hist.Snapshots {
+			if i > 0 && s.CommitSeq < hist.Snapshots[i-1].CommitSeq+1 {
+				t.Fatalf("commit_seq %d after %d: want it to grow with every commit", s.CommitSeq,
+					hist.Snapshots[i-1].CommitSeq)
+			}
+			out[s.ID] = s.CommitSeq
+		}
+		return out
+	}
+	before := seqs(h.tbl)
+	if len(before) != 5 {
+		t.Fatalf("%d snapshots", len(before))
+	}
+	expired := h.expireOldest(t, 2)
+	after := seqs(expired)
+	for id, cs := range after {
+		if before[id] != cs {
+			t.Fatalf("snapshot %d: commit_seq %d before the expiry, %d after", id, before[id], cs)
+		}
+	}
+	eng := feed.New(fixedTable{tableName, expired}, feed.Options{})
+	st, err := eng.Status(ctx, tableName)
+	if err != nil || st.CommitSeq != before[h.snapshots[4]] {
+		t.Fatalf("status after the expiry: %+v %v, want commit_seq %d", st, err, before[h.snapshots[4]])
+	}
+	hist, err := eng.History(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hist.CommitsSince(before[h.snapshots[0]]); got != 2 {
+		t.Fatalf("commits since an expired snapshot: %d, want the 2 retained after it", got)
+	}
+
+	// Commits in one millisecond, and a clock that went back: commit_seq
+	// still grows with every commit.
+	same := rewriteMetadata(t, h.tbl, func(doc map[string]any) {
+		for i, s := range doc["snapshots"].([]any) {
+			s.(map[string]any)["timestamp-ms"] = 1000 - min(i, 2)
+		}
+		delete(doc, "snapshot-log")
+	})
+	got := seqs(same)
+	if got[h.snapshots[0]] != 1000*1000 || got[h.snapshots[4]] != 1000*1000+4 {
+		t.Fatalf("commit_seq of commits in one millisecond: %v", got)
 	}
 }

@@ -65,7 +65,7 @@ func withLag(cp progress.Checkpoint, hist feed.History) consumerInfo {
 	}
 	// Off the retained lineage: the commit sequence still tells how far
 	// behind the consumer is.
-	out.LagCommits = max(0, cur.CommitSeq-cp.CommitSeq)
+	out.LagCommits = hist.CommitsSince(cp.CommitSeq)
 	out.Expired = !hist.Startable(cp.Snapshot)
 	return out
 }
