@@ -59,8 +59,11 @@ func newDiffReader(ctx context.Context, e *Engine, p *Plan, spill *spillDir) (*d
 		return nil, fmt.Errorf("open storage of table %s: %w", p.Table, err)
 	}
 	scan := func(fields ...string) *table.Scan {
+		// Batches of 16Ki rows: without a batch size, iceberg-go decodes a
+		// row group's columns whole (hundreds of MiB for a large file).
 		return p.tbl.Scan(table.WithSnapshotID(*p.To), table.WithSelectedFields(fields...),
-			table.WithCaseSensitive(true), table.WithMaxConcurrency(1))
+			table.WithCaseSensitive(true), table.WithMaxConcurrency(1),
+			table.WithArrowBatchSize(min(e.opts.MaxBatchRows, 16<<10)))
 	}
 	mem := e.opts.Allocator
 	d := &diffReader{mem: mem, fs: fsys, full: scan("*"), deletes: newDeleteIndex(fsys, mem, p.Table), end: p.end,

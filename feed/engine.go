@@ -35,7 +35,7 @@ const (
 	// DefaultMemoryBudget is the default memory the engine's reads may hold
 	// for changes they must see whole before emitting them (see
 	// Options.MemoryBudget).
-	DefaultMemoryBudget = 64 << 20
+	DefaultMemoryBudget = 32 << 20
 )
 
 // Options configures an Engine. The zero value is valid: every unset field

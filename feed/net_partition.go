@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -283,6 +284,7 @@ func (n *netter) emit(ctx context.Context, asm *assembler, recs []arrow.RecordBa
 			})
 		}
 		if len(g.dels) > 0 {
+			sortRefs(g.dels) // the order of a snapshot's deletes is free: read them in file order
 			befores, err := n.gather(ctx, asm, recs, g.dels)
 			if err != nil {
 				return err
@@ -298,6 +300,7 @@ func (n *netter) emit(ctx context.Context, asm *assembler, recs []arrow.RecordBa
 			}
 		}
 		if len(g.pairs) > 0 {
+			slices.SortFunc(g.pairs, func(x, y [2]imgRef) int { return compareRefs(x[0], y[0]) })
 			bs, as := make([]imgRef, len(g.pairs)), make([]imgRef, len(g.pairs))
 			for i, pr := range g.pairs {
 				bs[i], as[i] = pr[0], pr[1]
@@ -328,6 +331,7 @@ func (n *netter) emit(ctx context.Context, asm *assembler, recs []arrow.RecordBa
 			}
 		}
 		if len(g.ins) > 0 {
+			sortRefs(g.ins)
 			afters, err := n.gather(ctx, asm, recs, g.ins)
 			if err != nil {
 				return err
@@ -348,27 +352,61 @@ func (n *netter) emit(ctx context.Context, asm *assembler, recs []arrow.RecordBa
 
 // gather builds the images refs name, in order, in the output schema (the
 // wide images' identity and filter columns that are not projected are
-// dropped).
+// dropped). Refs in (batch, row) order read each batch once; others are
+// gathered in that order and then put in theirs.
 func (n *netter) gather(ctx context.Context, asm *assembler, recs []arrow.RecordBatch, refs []imgRef) (arrow.Array, error) {
+	ctx = compute.WithAllocator(ctx, asm.mem)
+	if slices.IsSortedFunc(refs, compareRefs) {
+		return n.gatherSorted(ctx, asm, recs, refs)
+	}
+	perm := make([]int32, len(refs))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(x, y int32) int { return compareRefs(refs[x], refs[y]) })
+	sorted := make([]imgRef, len(refs))
+	inverse := make([]int32, len(refs))
+	for i, p := range perm {
+		sorted[i] = refs[p]
+		inverse[p] = int32(i)
+	}
+	images, err := n.gatherSorted(ctx, asm, recs, sorted)
+	if err != nil {
+		return nil, err
+	}
+	defer images.Release()
+	ib := array.NewInt32Builder(asm.mem)
+	ib.AppendValues(inverse, nil)
+	indices := ib.NewArray()
+	ib.Release()
+	defer indices.Release()
+	out, err := compute.TakeArray(ctx, images, indices)
+	if err != nil {
+		return nil, fmt.Errorf("gather net images: %w", err)
+	}
+	return out, nil
+}
+
+// gatherSorted gathers refs sorted by batch and row: one slice or take per
+// batch.
+func (n *netter) gatherSorted(ctx context.Context, asm *assembler, recs []arrow.RecordBatch, refs []imgRef) (arrow.Array, error) {
 	var parts []arrow.Array
 	defer func() {
 		for _, a := range parts {
 			a.Release()
 		}
 	}()
-	ctx = compute.WithAllocator(ctx, asm.mem)
 	for i := 0; i < len(refs); {
 		img := refs[i].img
-		j, run := i, true
+		j := i
 		for j < len(refs) && refs[j].img == img {
-			run = run && refs[j].row == refs[i].row+int32(j-i)
 			j++
 		}
 		col := recs[img].Column(0)
 		var taken arrow.Array
-		if run {
+		if first, last := refs[i].row, refs[j-1].row; int(last-first) == j-i-1 {
 			// Consecutive rows (an insert-only stretch, say): a slice.
-			taken = array.NewSlice(col, int64(refs[i].row), int64(refs[i].row)+int64(j-i))
+			taken = array.NewSlice(col, int64(first), int64(last)+1)
 		} else {
 			idx := array.NewInt32Builder(asm.mem)
 			for _, ref := range refs[i:j] {
@@ -401,3 +439,12 @@ func (n *netter) gather(ctx context.Context, asm *assembler, recs []arrow.Record
 	}
 	return out, nil
 }
+
+func compareRefs(x, y imgRef) int {
+	if x.img != y.img {
+		return int(x.img - y.img)
+	}
+	return int(x.row - y.row)
+}
+
+func sortRefs(refs []imgRef) { slices.SortFunc(refs, compareRefs) }

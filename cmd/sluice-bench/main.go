@@ -28,6 +28,8 @@ func run(ctx context.Context) error {
 	flag.IntVar(&cfg.Runs, "runs", 5, "measurements per arm")
 	flag.IntVar(&cfg.Rows, "rows", 1_000_000, "rows of the reference window")
 	flag.IntVar(&cfg.BigRows, "big-rows", 10_000_000, "rows of the incremental workload (0: skip)")
+	flag.IntVar(&cfg.MemRows, "mem-rows", 2_000_000, "rows of the bounded-memory workload (0: skip)")
+	flag.IntVar(&cfg.MemFileRows, "mem-file-rows", 1_000_000, "rows per file of the bounded-memory workload")
 	flag.Parse()
 	if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
 		return err

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+
+	"github.com/sluicefeed/sluice/feed"
 	"os"
 	"os/exec"
 	"runtime"
@@ -25,6 +27,12 @@ func (r *Report) Markdown(command string, cfg Config) string {
 		fmt.Fprintf(&b, "- incremental window: a %d-row table in 250,000-row files, then about 1%% changes: a copy-on-write\n", cfg.BigRows)
 		fmt.Fprintf(&b, "  delete rewriting one file, position deletes in another, and an append.\n")
 	}
+	if cfg.MemRows > 0 {
+		fmt.Fprintf(&b, "- bounded-memory window: %d rows in %d-row files (one row group per 65,536 rows), then a\n", cfg.MemRows, cfg.MemFileRows)
+		fmt.Fprintf(&b, "  copy-on-write delete of 1,000 rows that rewrites the first file whole. Its arms run on a fresh\n")
+		fmt.Fprintf(&b, "  `flightd` with the default settings (memory budget %d MiB, Go soft limit 192 MiB) and report the\n", feedDefaultBudgetMiB)
+		fmt.Fprintf(&b, "  process's peak RSS (`VmHWM`).\n")
+	}
 	fmt.Fprintf(&b, "\nThe feed arms read through a real `flightd` over loopback (Go client: `clients/go`; pyarrow: a\n")
 	fmt.Fprintf(&b, "plain `pyarrow.flight` client); the limits run in the benchmark process on the same files.\n\n")
 	fmt.Fprintf(&b, "The CPU columns give the median CPU time (user and system) of a run: in the benchmark process\n")
@@ -36,7 +44,15 @@ func (r *Report) Markdown(command string, cfg Config) string {
 	}
 	for _, a := range r.Arms {
 		if a.Value != "" {
-			fmt.Fprintf(&b, "| %s | %d | %s | | | | | | | | |\n", a.Name, a.Rows, a.Value)
+			target := ""
+			if a.MaxMiB > 0 {
+				verdict := "met"
+				if a.PeakMiB > a.MaxMiB {
+					verdict = "MISSED"
+				}
+				target = fmt.Sprintf("≤ %.0f MiB: %s", a.MaxMiB, verdict)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | | | | | | %s | | |\n", a.Name, a.Rows, a.Value, target)
 			continue
 		}
 		s := slices.Clone(a.Seconds)
@@ -172,3 +188,6 @@ const notes = `
 
 The load test (50 concurrent consumers while a writer commits) is in [LOAD.md](LOAD.md).
 `
+
+// feedDefaultBudgetMiB is the engine's default memory budget, in MiB.
+const feedDefaultBudgetMiB = feed.DefaultMemoryBudget >> 20

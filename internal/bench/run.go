@@ -27,7 +27,10 @@ type Config struct {
 	Runs    int    // measurements per arm
 	Rows    int    // rows of the reference window
 	BigRows int    // rows of the incremental workload (0: skip it)
-	Log     io.Writer
+	// MemRows is the rows of the bounded-memory workload, in files of
+	// MemFileRows (0: skip it).
+	MemRows, MemFileRows int
+	Log                  io.Writer
 }
 
 // Arm is one measured way of reading.
@@ -40,6 +43,8 @@ type Arm struct {
 	Target  float64
 	// Value, when set, replaces the rate (for memory arms: MiB).
 	Value string
+	// MaxMiB, for a memory arm, is the peak RSS it must stay within.
+	MaxMiB, PeakMiB float64
 	// CPU is the CPU time (user and system) each run took in the benchmark
 	// process (the decoding, or the Go client); ServerCPU that of flightd,
 	// for the arms read through it.
@@ -93,6 +98,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	ref, err := WriteReference(ctx, cat, "bench.ref", cfg.Rows)
 	if err != nil {
 		return nil, err
+	}
+	var memWL *Memory
+	if cfg.MemRows > 0 {
+		cfg.logf("writing the bounded-memory workload (%d rows)", cfg.MemRows)
+		if memWL, err = WriteMemory(ctx, cat, "bench.mem", cfg.MemRows, cfg.MemFileRows); err != nil {
+			return nil, err
+		}
 	}
 	var big *Big
 	if cfg.BigRows > 0 {
@@ -175,6 +187,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			sluice.ChangeRequest{Table: ref.Table, Columns: two, Filter: "country = 'SE'"}},
 		{Arm{Name: "feed, 11 columns, fold_updates (Go client)"},
 			sluice.ChangeRequest{Table: ref.Table, FoldUpdates: true}},
+		{Arm{Name: "feed, 11 columns, net_changes (Go client)", Ref: "feed, 11 columns (Go client)", Target: 1.0 / 3},
+			sluice.ChangeRequest{Table: ref.Table, NetChanges: true}},
 	}
 	for _, a := range arms {
 		if err := add(a.arm, feed(a.req)); err != nil {
@@ -233,7 +247,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	// Memory: a fresh flightd per window, its peak RSS after the read.
-	mem := func(name string, req sluice.ChangeRequest) error {
+	mem := func(name string, req sluice.ChangeRequest, maxMiB float64) error {
 		s, err := startFlightd(ctx, cfg, wh)
 		if err != nil {
 			return err
@@ -252,16 +266,41 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return err
 		}
-		rep.Arms = append(rep.Arms, Arm{Name: name, Rows: n, Value: fmt.Sprintf("%.0f MiB", peak)})
+		rep.Arms = append(rep.Arms, Arm{Name: name, Rows: n, Value: fmt.Sprintf("%.0f MiB", peak), MaxMiB: maxMiB,
+			PeakMiB: peak})
 		return nil
 	}
-	if err := mem("flightd peak RSS, reference window", sluice.ChangeRequest{Table: ref.Table}); err != nil {
+	if err := mem("flightd peak RSS, reference window", sluice.ChangeRequest{Table: ref.Table}, 0); err != nil {
+		return nil, err
+	}
+	if err := mem("flightd peak RSS, reference window, net_changes", sluice.ChangeRequest{Table: ref.Table,
+		NetChanges: true}, 256); err != nil {
 		return nil, err
 	}
 	if big != nil {
 		base := big.Base
-		if err := mem("flightd peak RSS, 10M-row window", sluice.ChangeRequest{Table: big.Table, ToSnapshot: &base}); err != nil {
+		if err := mem("flightd peak RSS, 10M-row window", sluice.ChangeRequest{Table: big.Table, ToSnapshot: &base}, 0); err != nil {
 			return nil, err
+		}
+	}
+	if memWL != nil {
+		base, end := memWL.Base, memWL.End
+		for _, m := range []struct {
+			name string
+			req  sluice.ChangeRequest
+		}{
+			{fmt.Sprintf("flightd peak RSS, %d-row window, net_changes, identity email (a string)", memWL.Rows),
+				sluice.ChangeRequest{Table: memWL.Table, ToSnapshot: &base, NetChanges: true, Identity: []string{"email"}}},
+			{fmt.Sprintf("flightd peak RSS, %d-row window + copy-on-write rewrite, net_changes, identity id", memWL.Rows),
+				sluice.ChangeRequest{Table: memWL.Table, ToSnapshot: &end, NetChanges: true}},
+			{fmt.Sprintf("flightd peak RSS, copy-on-write rewrite of a %d-row file", memWL.FileRows),
+				sluice.ChangeRequest{Table: memWL.Table, FromSnapshot: &base, ToSnapshot: &end}},
+			{fmt.Sprintf("flightd peak RSS, copy-on-write rewrite of a %d-row file, identity email", memWL.FileRows),
+				sluice.ChangeRequest{Table: memWL.Table, FromSnapshot: &base, ToSnapshot: &end, Identity: []string{"email"}}},
+		} {
+			if err := mem(m.name, m.req, 256); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return rep, nil

@@ -185,6 +185,15 @@ type EngineConfig struct {
 	// MaxBatchBytes is the target size of a batch (--max-batch-bytes).
 	// Default 2 MiB, at most 3 MiB.
 	MaxBatchBytes int64 `yaml:"max_batch_bytes"`
+	// MemoryBudgetMiB bounds, for all reads together, the changes held in
+	// memory by net changes and by snapshots that both delete and insert
+	// rows (carry-over, update pairing); past it reads spill to SpillDir
+	// (--memory-budget-mib). Default 32.
+	MemoryBudgetMiB int64 `yaml:"memory_budget_mib"`
+	// SpillDir is where reads over the budget write their temporary files,
+	// each read in its own directory removed when it ends (--spill-dir).
+	// Default: sluice-spill in the system's temporary directory.
+	SpillDir string `yaml:"spill_dir"`
 }
 
 // DefaultConfig returns the configuration with every default set.
@@ -197,6 +206,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCPercent:       DefaultGCPercent,
 		MemoryLimitMiB:  DefaultMemoryLimitMiB,
+		Engine:          EngineConfig{MemoryBudgetMiB: feed.DefaultMemoryBudget >> 20},
 		Auth:            auth.Config{}.WithDefaults(),
 		Limits: LimitsConfig{MaxStreams: 256, MaxStreamsPerPrincipal: 64, CallsPerSecond: 200,
 			StallTimeout: 5 * time.Minute, KeepaliveTime: 2 * time.Minute},
@@ -235,6 +245,7 @@ func (c Config) Validate() error {
 		{"--read-concurrency", float64(c.Engine.ReadConcurrency)},
 		{"--max-batch-rows", float64(c.Engine.MaxBatchRows)},
 		{"--max-batch-bytes", float64(c.Engine.MaxBatchBytes)},
+		{"--memory-budget-mib", float64(c.Engine.MemoryBudgetMiB)},
 		{"--memory-limit-mib", float64(c.MemoryLimitMiB)},
 	} {
 		if n.value < 0 {

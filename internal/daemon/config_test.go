@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicefeed/sluice/feed"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -300,5 +302,43 @@ func TestNewSettings(t *testing.T) {
 	c, err := LoadConfig(nil, nil, io.Discard)
 	if err != nil || c.Catalog.Create || c.AllowPublicMetrics {
 		t.Fatalf("defaults: %v %+v", err, c)
+	}
+}
+
+// TestMemoryBudgetSettings: the engine's memory budget and spill directory
+// come from flags, the environment and YAML, with the engine's default.
+func TestMemoryBudgetSettings(t *testing.T) {
+	c, err := LoadConfig(nil, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Engine.MemoryBudgetMiB != feed.DefaultMemoryBudget>>20 || c.Engine.SpillDir != "" {
+		t.Fatalf("defaults: budget %d MiB, spill dir %q", c.Engine.MemoryBudgetMiB, c.Engine.SpillDir)
+	}
+	yamlFile := filepath.Join(t.TempDir(), "f.yaml")
+	if err := os.WriteFile(yamlFile, []byte("engine:\n  memory_budget_mib: 8\n  spill_dir: /y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args, env []string
+		mib       int64
+		dir       string
+	}{
+		{[]string{"--config", yamlFile}, nil, 8, "/y"},
+		{[]string{"--config", yamlFile}, []string{"SLUICE_MEMORY_BUDGET_MIB=16", "SLUICE_SPILL_DIR=/e"}, 16, "/e"},
+		{[]string{"--memory-budget-mib", "24", "--spill-dir", "/f"}, []string{"SLUICE_MEMORY_BUDGET_MIB=16"}, 24, "/f"},
+	} {
+		c, err := LoadConfig(tc.args, tc.env, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Engine.MemoryBudgetMiB != tc.mib || c.Engine.SpillDir != tc.dir {
+			t.Fatalf("%v %v: budget %d MiB, spill dir %q; want %d, %q", tc.args, tc.env, c.Engine.MemoryBudgetMiB,
+				c.Engine.SpillDir, tc.mib, tc.dir)
+		}
+	}
+	if _, err := LoadConfig([]string{"--memory-budget-mib", "-1"}, nil, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--memory-budget-mib") {
+		t.Fatalf("a negative budget: err = %v", err)
 	}
 }

@@ -92,6 +92,10 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	fs.IntVar(&c.Engine.ReadConcurrency, "read-concurrency", c.Engine.ReadConcurrency, "data files decoded ahead of a client (0: default)")
 	fs.IntVar(&c.Engine.MaxBatchRows, "max-batch-rows", c.Engine.MaxBatchRows, "rows per batch at most (0: default)")
 	fs.Int64Var(&c.Engine.MaxBatchBytes, "max-batch-bytes", c.Engine.MaxBatchBytes, "target bytes per batch (0: default)")
+	fs.Int64Var(&c.Engine.MemoryBudgetMiB, "memory-budget-mib", c.Engine.MemoryBudgetMiB,
+		"MiB all reads may hold for net changes, carry-over and update pairing before they spill to disk")
+	fs.StringVar(&c.Engine.SpillDir, "spill-dir", c.Engine.SpillDir,
+		"directory for the temporary files of reads over the memory budget (default: the system's temporary directory)")
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "Go GC target percent (GOGC wins when set)")
 	fs.Int64Var(&c.MemoryLimitMiB, "memory-limit-mib", c.MemoryLimitMiB, "Go soft memory limit in MiB, 0: none (GOMEMLIMIT wins when set)")
 	dur(&c.Follow.PollInterval, "poll-interval", "how often follow streams poll a table for new commits")
@@ -254,6 +258,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_LOG_LEVEL":          &cfg.LogLevel,
 		"SLUICE_LOG_FORMAT":         &cfg.LogFormat,
 		"SLUICE_PROGRESS_DSN":       &cfg.Progress.DSN,
+		"SLUICE_SPILL_DIR":          &cfg.Engine.SpillDir,
 	}
 	for k, p := range str {
 		if v, ok := env[k]; ok {
@@ -300,8 +305,9 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		}
 	}
 	int64s := map[string]*int64{
-		"SLUICE_MEMORY_LIMIT_MIB": &cfg.MemoryLimitMiB,
-		"SLUICE_MAX_BATCH_BYTES":  &cfg.Engine.MaxBatchBytes,
+		"SLUICE_MEMORY_LIMIT_MIB":  &cfg.MemoryLimitMiB,
+		"SLUICE_MAX_BATCH_BYTES":   &cfg.Engine.MaxBatchBytes,
+		"SLUICE_MEMORY_BUDGET_MIB": &cfg.Engine.MemoryBudgetMiB,
 	}
 	for k, p := range int64s {
 		if v, ok := env[k]; ok {

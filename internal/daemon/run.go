@@ -67,6 +67,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		ReadConcurrency: cfg.Engine.ReadConcurrency,
 		MaxBatchRows:    cfg.Engine.MaxBatchRows,
 		MaxBatchBytes:   cfg.Engine.MaxBatchBytes,
+		MemoryBudget:    cfg.Engine.MemoryBudgetMiB << 20,
+		SpillDir:        cfg.Engine.SpillDir,
 	})
 	dsn := cfg.ProgressDSN()
 	if err := checkProgressDir(cfg); err != nil {

@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/catalog"
+	"github.com/sluicefeed/sluice/internal/tablewrite"
+)
+
+// Memory is the bounded-memory workload: a table of large files, then a
+// copy-on-write delete that rewrites one whole file: every row of the
+// window must be seen at once by net changes, and every row of the
+// rewritten file by the rewrite's carry-over cancellation.
+type Memory struct {
+	Table string
+	Base  int64 // the last append
+	End   int64 // the copy-on-write delete
+	Rows  int   // rows appended
+	// FileRows is the size of the rewritten file.
+	FileRows int
+}
+
+// WriteMemory writes rows rows in files of fileRows rows, then deletes
+// 1,000 rows of the first file copy-on-write (rewriting its other rows).
+func WriteMemory(ctx context.Context, cat *catalog.Catalog, name string, rows, fileRows int) (*Memory, error) {
+	tbl, err := tablewrite.CreateTable(ctx, cat, name, Schema(),
+		icecatalog.WithProperties(iceberg.Properties{"format-version": "2",
+			"write.parquet.row-group-limit": "65536", "write.target-file-size-bytes": "4294967296",
+			table.WriteDeleteModeKey: table.WriteModeCopyOnWrite}))
+	if err != nil {
+		return nil, err
+	}
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		return nil, err
+	}
+	for first := 0; first < rows; first += fileRows {
+		n := min(fileRows, rows-first)
+		rec := Rows(memory.DefaultAllocator, sc, 3, int64(first+1), n, false)
+		arrTbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
+		tbl, err = tbl.AppendTable(ctx, arrTbl, int64(n)+1, nil)
+		arrTbl.Release()
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	m := &Memory{Table: name, Base: tbl.CurrentSnapshot().SnapshotID, Rows: rows, FileRows: fileRows}
+	if tbl, err = tbl.Delete(ctx, iceberg.LessThanEqual(iceberg.Reference("id"), int64(1000)), nil); err != nil {
+		return nil, fmt.Errorf("copy-on-write delete: %w", err)
+	}
+	m.End = tbl.CurrentSnapshot().SnapshotID
+	return m, nil
+}
