@@ -20,8 +20,10 @@ type Limits struct {
 	// CallsPerSecond is each caller's sustained call rate, with bursts of
 	// twice as many; the Handshake is limited per client address instead.
 	CallsPerSecond float64
-	// StallTimeout ends a stream whose client has taken no message for this
-	// long, so that a client that stops reading holds no server memory.
+	// StallTimeout ends a stream whose client has left a message untaken
+	// for this long, so that a client that stops reading holds no server
+	// memory. The server sees that through gRPC's flow control only once
+	// the client's window and gRPC's queue are full (see stallGuard).
 	StallTimeout time.Duration
 }
 

@@ -2,10 +2,8 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -42,7 +40,10 @@ func newBatchWriter(stream flight.DataStreamWriter, schema *arrow.Schema, compre
 	case "zstd":
 		opts = append(opts, ipc.WithZstd())
 	}
-	pw := &payloadWriter{stream: stream}
+	pw := &payloadWriter{send: func(fd *flight.FlightData, release func()) error {
+		defer release()
+		return stream.Send(fd)
+	}}
 	return &batchWriter{pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, opts...), schema: schema}
 }
 
@@ -74,8 +75,9 @@ func (bw *batchWriter) write(b feed.Batch, kind int) error {
 // batch was.
 func (bw *batchWriter) close() error { return bw.w.Close() }
 
-// release frees what the writer holds beyond the stream: the stall guard's
-// sender goroutine. Call it when the stream ends, also after an error.
+// release frees what the writer holds beyond the stream: it joins the stall
+// guard's sender goroutine (see stallGuard.stop). Call it when the stream
+// ends, also after an error.
 func (bw *batchWriter) release() {
 	if bw.guard != nil {
 		bw.guard.stop()
@@ -112,9 +114,16 @@ func appMetadata(b feed.Batch, kind int) []byte {
 // so that no metadata travels without its batch; and it refuses any message
 // larger than MaxMessageBytes rather than send one a client cannot read.
 type payloadWriter struct {
-	stream   flight.DataStreamWriter
-	appMeta  []byte
-	body     bytes.Buffer
+	// send sends a message and then calls release, which frees the
+	// message's header; it may return before the message has left (see
+	// stallGuard), and then calls release once it has.
+	send    func(fd *flight.FlightData, release func()) error
+	appMeta []byte
+	body    bytes.Buffer
+	// err is the error of a failed send: every later payload fails with
+	// it, and leaves the body alone, which a send that was given up may
+	// still be reading.
+	err      error
 	messages int
 	bytes    int64
 }
@@ -122,10 +131,13 @@ type payloadWriter struct {
 func (p *payloadWriter) Start() error { return nil }
 
 func (p *payloadWriter) WritePayload(payload ipc.Payload) error {
+	if p.err != nil {
+		return p.err
+	}
 	meta := payload.Meta()
-	defer meta.Release()
 	p.body.Reset()
 	if err := payload.SerializeBody(&p.body); err != nil {
+		meta.Release()
 		return fmt.Errorf("encode batch: %w", err)
 	}
 	fd := flight.FlightData{DataHeader: meta.Bytes(), DataBody: p.body.Bytes()}
@@ -133,10 +145,12 @@ func (p *payloadWriter) WritePayload(payload ipc.Payload) error {
 		fd.AppMetadata = p.appMeta
 	}
 	if size := len(fd.DataHeader) + len(fd.DataBody) + len(fd.AppMetadata); size > MaxMessageBytes-1024 {
+		meta.Release()
 		return fmt.Errorf("%w: a batch encodes to %d bytes, more than the %d a client accepts",
 			ErrMessageTooLarge, size, MaxMessageBytes)
 	}
-	if err := p.stream.Send(&fd); err != nil {
+	if err := p.send(&fd, meta.Release); err != nil {
+		p.err = err
 		return err
 	}
 	p.messages++
@@ -150,65 +164,11 @@ func (p *payloadWriter) Close() error { return nil }
 // with the stall timeout of the server's limits and its metrics.
 func (s *Server) newWriter(stream flight.DataStreamWriter, table string, schema *arrow.Schema,
 	compression string) *batchWriter {
-	var guard *stallGuard
-	if s.limits.l.StallTimeout > 0 {
-		guard = &stallGuard{stream: stream, timeout: s.limits.l.StallTimeout}
-		stream = guard
-	}
 	w := newBatchWriter(stream, schema, compression, s.mem)
-	w.metrics, w.table, w.guard = s.metrics, table, guard
+	if s.limits.l.StallTimeout > 0 {
+		w.guard = newStallGuard(stream, s.limits.l.StallTimeout)
+		w.pw.send = w.guard.send
+	}
+	w.metrics, w.table = s.metrics, table
 	return w
-}
-
-// ErrStalled reports a client that took no message for the stall timeout.
-var ErrStalled = errors.New("server: client stopped reading")
-
-// stallGuard sends messages from a goroutine of its own, so that a send
-// blocked by a client that stopped reading can be given up after a
-// timeout: the call then ends (with ResourceExhausted), gRPC cancels the
-// stream, and the blocked send returns. Like the stream, it is used by one
-// goroutine; stop ends its sender.
-type stallGuard struct {
-	stream  flight.DataStreamWriter
-	timeout time.Duration
-	// queue hands messages to the sender goroutine, which answers on done.
-	// Both are nil until the first Send; stop closes queue.
-	queue   chan *flight.FlightData
-	done    chan error
-	stopped bool
-}
-
-func (g *stallGuard) Send(fd *flight.FlightData) error {
-	if g.stopped {
-		return fmt.Errorf("%w: no message taken for %v", ErrStalled, g.timeout)
-	}
-	if g.queue == nil {
-		g.queue, g.done = make(chan *flight.FlightData), make(chan error, 1)
-		go func() {
-			for fd := range g.queue {
-				g.done <- g.stream.Send(fd)
-			}
-		}()
-	}
-	g.queue <- fd
-	timer := time.NewTimer(g.timeout)
-	defer timer.Stop()
-	select {
-	case err := <-g.done:
-		return err
-	case <-timer.C:
-		// The sender goroutine ends when the cancelled stream fails its
-		// send.
-		g.stop()
-		return fmt.Errorf("%w: no message taken for %v", ErrStalled, g.timeout)
-	}
-}
-
-// stop ends the sender goroutine once its send, if any, returns. Every
-// stream calls it when it ends, however it ends.
-func (g *stallGuard) stop() {
-	if g.queue != nil && !g.stopped {
-		close(g.queue)
-	}
-	g.stopped = true
 }
