@@ -282,7 +282,11 @@ func checkHistory(t *testing.T, seed uint64, cfg histgen.Config) {
 	check := func(from *int64, to int64, identity []string) {
 		t.Helper()
 		checkWith(t, g, eng, endSchema(to), from, to, identity)
-		checkWith(t, g, spilling, endSchema(to), from, to, identity)
+		if identity != nil {
+			// Enough to spill carry-over and pairing on every snapshot; the
+			// net checks spill whole rows without identity.
+			checkWith(t, g, spilling, endSchema(to), from, to, identity)
+		}
 	}
 	checkNet := func(from *int64, to int64, identity []string, fold bool) {
 		t.Helper()
