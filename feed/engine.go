@@ -97,6 +97,8 @@ type Engine struct {
 	cache  *planCache
 	stats  counters
 	budget *budget
+	// reads counts the reads running (see Close).
+	reads atomic.Int64
 }
 
 // counters are the engine's running totals (see Stats).

@@ -45,6 +45,8 @@ var (
 	// read whose changes exceeded the memory budget (a full or unwritable
 	// spill directory).
 	ErrSpill = errors.New("feed: spill to disk failed")
+	// ErrLeakedReads reports, from Engine.Close, reads still running.
+	ErrLeakedReads = errors.New("feed: reads still running")
 	// ErrTooLarge reports a single row too large to fit in one batch.
 	ErrTooLarge = errors.New("feed: row too large")
 	// ErrSchemaChanged ends a stream when the table's schema changes under

@@ -264,6 +264,11 @@ func checkHistory(t *testing.T, seed uint64, cfg histgen.Config) {
 		if left, _ := os.ReadDir(spillDir); len(left) > 0 {
 			t.Errorf("the spill directory holds %d entries after the reads", len(left))
 		}
+		for _, e := range []*feed.Engine{eng, spilling} {
+			if err := e.Close(); err != nil {
+				t.Error(err)
+			}
+		}
 		if st := spilling.Stats(); st.SpillFiles == 0 || st.MemoryBudgetInUse != 0 {
 			t.Errorf("the spilling engine wrote %d spill files and holds %d bytes of its budget after the reads",
 				st.SpillFiles, st.MemoryBudgetInUse)

@@ -104,7 +104,7 @@ func (e *Engine) stateScan(p *Plan) *table.Scan {
 // it, and an error ends the sequence (the rows before it are then not the
 // whole state).
 func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, error] {
-	return func(yield func(Batch, error) bool) {
+	return e.tracked(func(yield func(Batch, error) bool) {
 		p := sp.p
 		ctx := compute.WithAllocator(ctx, e.opts.Allocator)
 		asm := newAssembler(e.opts.Allocator, p.schema, e.opts.MaxBatchRows, e.opts.MaxBatchBytes)
@@ -176,5 +176,5 @@ func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, 
 			pending = asm.empty()
 		}
 		flush(true)
-	}
+	})
 }

@@ -167,6 +167,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		gs.Stop()
 		<-stopped
 	}
+	if err := engine.Close(); err != nil {
+		log.Warn("reads left running at shutdown", "error", err.Error())
+	}
 	return nil
 }
 
