@@ -40,5 +40,14 @@ func run(ctx context.Context) error {
 	}
 	md := rep.Markdown("make bench ("+strings.Join(os.Args, " ")+")", cfg)
 	fmt.Print(md)
-	return os.WriteFile(*out, []byte(md), 0o644)
+	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	// Memory is a promise, not a speed: a missed bound fails the run.
+	for _, a := range rep.Arms {
+		if a.MaxMiB > 0 && a.PeakMiB > a.MaxMiB {
+			return fmt.Errorf("%s: flightd peaked at %.0f MiB, above its bound of %.0f MiB", a.Name, a.PeakMiB, a.MaxMiB)
+		}
+	}
+	return nil
 }
