@@ -45,11 +45,16 @@ type Rule struct {
 type Authorizer struct {
 	rules         []Rule
 	denyByDefault bool
+	consumers     []ConsumerOwner
 }
 
-// NewAuthorizer returns the Authorizer of cfg's Rules and DenyByDefault.
+// NewAuthorizer returns the Authorizer of cfg's Rules, DenyByDefault and
+// Consumers.
 func NewAuthorizer(cfg Config) (*Authorizer, error) {
 	if err := checkRules(cfg.Rules); err != nil {
+		return nil, err
+	}
+	if err := checkConsumers(cfg.Consumers); err != nil {
 		return nil, err
 	}
 	rules := make([]Rule, len(cfg.Rules))
@@ -62,7 +67,23 @@ func NewAuthorizer(cfg Config) (*Authorizer, error) {
 			}
 		}
 	}
-	return &Authorizer{rules: rules, denyByDefault: cfg.DenyByDefault}, nil
+	consumers := make([]ConsumerOwner, len(cfg.Consumers))
+	for i, c := range cfg.Consumers {
+		consumers[i] = ConsumerOwner{Consumers: slices.Clone(c.Consumers), Principal: c.Principal}
+	}
+	return &Authorizer{rules: rules, denyByDefault: cfg.DenyByDefault, consumers: consumers}, nil
+}
+
+// ConsumerOwner returns the principal that the configuration makes the
+// owner of the consumer id (the first entry of Config.Consumers whose
+// globs match it), and whether there is one.
+func (z *Authorizer) ConsumerOwner(consumer string) (principal string, ok bool) {
+	for _, c := range z.consumers {
+		if matchAny(c.Consumers, consumer) {
+			return c.Principal, true
+		}
+	}
+	return "", false
 }
 
 // CanRead reports whether p may read table (some or all of its columns).
@@ -217,6 +238,16 @@ func globMatch(pattern, s string) bool {
 		p++
 	}
 	return p == len(pattern)
+}
+
+// checkConsumers reports whether the consumer owners are well formed.
+func checkConsumers(owners []ConsumerOwner) error {
+	for i, c := range owners {
+		if len(c.Consumers) == 0 || slices.Contains(c.Consumers, "") || strings.TrimSpace(c.Principal) == "" {
+			return fmt.Errorf("%w: consumers entry %d: needs consumer patterns and a principal", ErrInvalidConfig, i+1)
+		}
+	}
+	return nil
 }
 
 // checkRules reports whether rules are well formed.

@@ -212,3 +212,35 @@ func TestGlobMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestConsumerOwners(t *testing.T) {
+	z, err := NewAuthorizer(Config{Consumers: []ConsumerOwner{
+		{Consumers: []string{"orders-mirror", "billing-*"}, Principal: "ingest"},
+		{Consumers: []string{"*"}, Principal: "fallback"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for consumer, want := range map[string]string{"orders-mirror": "ingest", "billing-eu": "ingest",
+		"orders-mirror-2": "fallback"} {
+		if got, ok := z.ConsumerOwner(consumer); !ok || got != want {
+			t.Errorf("owner of %s: %q %v, want %q", consumer, got, ok, want)
+		}
+	}
+	none, err := NewAuthorizer(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := none.ConsumerOwner("x"); ok {
+		t.Errorf("an owner %q without configuration", got)
+	}
+	for _, bad := range [][]ConsumerOwner{{{Principal: "p"}}, {{Consumers: []string{"c"}}},
+		{{Consumers: []string{""}, Principal: "p"}}} {
+		if _, err := NewAuthorizer(Config{Consumers: bad}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("consumers %+v: %v, want ErrInvalidConfig", bad, err)
+		}
+		if err := (Config{Consumers: bad}).Validate("127.0.0.1:1"); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Validate of consumers %+v: %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+}

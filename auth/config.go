@@ -98,6 +98,26 @@ type Config struct {
 	// DenyByDefault denies every table to every principal when there are no
 	// Rules (so that losing the rules section never opens every table).
 	DenyByDefault bool `yaml:"deny_by_default"`
+	// Consumers fixes the owners of durable consumers: a consumer whose id
+	// matches an entry's globs belongs, on every table, to the entry's
+	// principal, which alone may stream it, acknowledge it and reset it
+	// (the first matching entry wins). A consumer no entry matches belongs
+	// to the first principal whose stream or acknowledgement names it on a
+	// table.
+	Consumers []ConsumerOwner `yaml:"consumers"`
+}
+
+// ConsumerOwner names the owner of the durable consumers whose ids match
+// its globs. In YAML:
+//
+//	consumers:
+//	  - consumers: ["orders-mirror", "billing-*"]
+//	    principal: ingest
+type ConsumerOwner struct {
+	// Consumers are globs of consumer ids, as in Rule.
+	Consumers []string `yaml:"consumers"`
+	// Principal is the name of the principal that owns them.
+	Principal string `yaml:"principal"`
 }
 
 // TLSConfig names the PEM files of the server's TLS setup.
@@ -236,6 +256,9 @@ func (c Config) check() (modes, error) {
 		}
 	}
 	if err := checkRules(c.Rules); err != nil {
+		return modes{}, err
+	}
+	if err := checkConsumers(c.Consumers); err != nil {
 		return modes{}, err
 	}
 	return m, nil

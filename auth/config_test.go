@@ -92,12 +92,16 @@ rules:
     tables: ["sales.*"]
     columns:
       sales.customers: [id, country]
+consumers:
+  - consumers: ["orders-mirror", "billing-*"]
+    principal: ingest
 `), &c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.TokenTTL != 30*time.Minute || c.TLS.CertFile != "server.pem" || !c.DenyByDefault ||
-		len(c.Rules) != 1 || c.Rules[0].Columns["sales.customers"][1] != "country" {
+		len(c.Rules) != 1 || c.Rules[0].Columns["sales.customers"][1] != "country" ||
+		len(c.Consumers) != 1 || c.Consumers[0].Principal != "ingest" || c.Consumers[0].Consumers[1] != "billing-*" {
 		t.Fatalf("decoded: %+v", c)
 	}
 	if err := c.Validate("0.0.0.0:8815"); err != nil {

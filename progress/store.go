@@ -31,10 +31,12 @@ type Checkpoint struct {
 	TimestampMs int64
 	// AckedAt is when the acknowledgement was recorded.
 	AckedAt time.Time
-	// Owner is the principal that recorded the consumer's first
-	// acknowledgement on the table; only it may move or reset the
-	// progress. Empty for progress recorded before owners were kept,
-	// which the next acknowledgement's principal adopts.
+	// Owner is the principal that owns the consumer on the table: the one
+	// that first claimed it (Claim, a stream naming it) or recorded its
+	// first acknowledgement, or that the configuration named (Assign); only
+	// it may move or reset the progress. Empty for progress recorded before
+	// owners were kept, which the next principal to claim or acknowledge it
+	// adopts.
 	Owner string
 }
 
@@ -140,8 +142,12 @@ const schema = `CREATE TABLE IF NOT EXISTS sluice_consumer_progress (
 	timestamp_ms BIGINT NOT NULL,
 	acked_at_ms  BIGINT NOT NULL,
 	owner        TEXT   NOT NULL DEFAULT '',
+	acked        INTEGER NOT NULL DEFAULT 1,
 	PRIMARY KEY (table_name, consumer)
 )`
+
+// A row whose acked is 0 is a claim: a consumer with an owner and no
+// progress yet. Get and List show only rows with progress.
 
 func (s *Store) migrate(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, schema); err != nil {
@@ -152,6 +158,13 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := s.db.ExecContext(ctx,
 			`ALTER TABLE sluice_consumer_progress ADD COLUMN owner TEXT NOT NULL DEFAULT ''`); err != nil {
 			return fmt.Errorf("add the owner column: %w", err)
+		}
+	}
+	// And before claims were kept, the acked column.
+	if _, err := s.db.ExecContext(ctx, `SELECT acked FROM sluice_consumer_progress WHERE 1 = 0`); err != nil {
+		if _, err := s.db.ExecContext(ctx,
+			`ALTER TABLE sluice_consumer_progress ADD COLUMN acked INTEGER NOT NULL DEFAULT 1`); err != nil {
+			return fmt.Errorf("add the acked column: %w", err)
 		}
 	}
 	return nil
@@ -177,22 +190,64 @@ func (s *Store) query(q string) string {
 }
 
 // Put records a checkpoint, replacing the consumer's previous one on the
-// table, as c.Owner: the first Put of a consumer on a table makes c.Owner
-// its owner, and a Put by another principal fails with an error wrapping
-// ErrNotOwner, atomically. It returns once the write is committed. A zero
-// AckedAt is set to the current time.
+// table, as c.Owner: the first Put or Claim of a consumer on a table makes
+// c.Owner its owner, and a Put by another principal fails with an error
+// wrapping ErrNotOwner, atomically. It returns once the write is committed.
+// A zero AckedAt is set to the current time.
 func (s *Store) Put(ctx context.Context, c Checkpoint) error {
 	if c.AckedAt.IsZero() {
 		c.AckedAt = time.Now()
 	}
 	res, err := s.db.ExecContext(ctx, s.query(`INSERT INTO sluice_consumer_progress
-		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner) VALUES (?, ?, ?, ?, ?, ?, ?)
+		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 1)
 		ON CONFLICT (table_name, consumer) DO UPDATE SET snapshot_id = excluded.snapshot_id,
 		commit_seq = excluded.commit_seq, timestamp_ms = excluded.timestamp_ms, acked_at_ms = excluded.acked_at_ms,
-		owner = excluded.owner
+		owner = excluded.owner, acked = 1
 		WHERE sluice_consumer_progress.owner IN ('', excluded.owner)`),
 		c.Table, c.Consumer, c.Snapshot, c.CommitSeq, c.TimestampMs, c.AckedAt.UnixMilli(), c.Owner)
 	what := fmt.Sprintf("record the progress of consumer %q on table %s", c.Consumer, c.Table)
+	return s.owned(ctx, res, err, what, c.Table, c.Consumer, c.Owner)
+}
+
+// Claim makes principal the owner of the consumer on the table unless
+// another principal owns it (an error wrapping ErrNotOwner), atomically: a
+// consumer without progress gets a claim, which Get and List do not show
+// and Delete removes; progress without an owner is adopted.
+func (s *Store) Claim(ctx context.Context, table, consumer, principal string) error {
+	res, err := s.db.ExecContext(ctx, s.query(`INSERT INTO sluice_consumer_progress
+		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked)
+		VALUES (?, ?, 0, 0, 0, ?, ?, 0)
+		ON CONFLICT (table_name, consumer) DO UPDATE SET owner = excluded.owner
+		WHERE sluice_consumer_progress.owner IN ('', excluded.owner)`),
+		table, consumer, time.Now().UnixMilli(), principal)
+	what := fmt.Sprintf("claim consumer %q on table %s", consumer, table)
+	return s.owned(ctx, res, err, what, table, consumer, principal)
+}
+
+// Assign makes principal the owner of the consumer on the table, whoever
+// owned it: the configuration fixes the owner of some consumers. Progress
+// that another principal recorded is dropped (it was never principal's);
+// progress without an owner is adopted. A consumer without progress gets a
+// claim, as with Claim.
+func (s *Store) Assign(ctx context.Context, table, consumer, principal string) error {
+	_, err := s.db.ExecContext(ctx, s.query(`INSERT INTO sluice_consumer_progress
+		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked)
+		VALUES (?, ?, 0, 0, 0, ?, ?, 0)
+		ON CONFLICT (table_name, consumer) DO UPDATE SET owner = excluded.owner,
+		acked = CASE WHEN sluice_consumer_progress.owner IN ('', excluded.owner)
+			THEN sluice_consumer_progress.acked ELSE 0 END`),
+		table, consumer, time.Now().UnixMilli(), principal)
+	if err != nil {
+		return s.fail(ctx, fmt.Sprintf("assign consumer %q on table %s to %q", consumer, table, principal), err)
+	}
+	return nil
+}
+
+// owned checks the result of a write that applies only when principal owns
+// the consumer (or nobody does): no row written means another principal
+// owns it.
+func (s *Store) owned(ctx context.Context, res sql.Result, err error, what, table, consumer, principal string) error {
 	if err != nil {
 		return s.fail(ctx, what, err)
 	}
@@ -200,28 +255,43 @@ func (s *Store) Put(ctx context.Context, c Checkpoint) error {
 	if err != nil {
 		return s.fail(ctx, what, err)
 	}
-	if n == 0 {
-		cp, err := s.Get(ctx, c.Table, c.Consumer)
-		if err != nil {
-			return err
-		}
-		return notOwner(cp, c.Owner)
+	if n > 0 {
+		return nil
 	}
-	return nil
+	owner, err := s.owner(ctx, table, consumer)
+	if err != nil {
+		return err
+	}
+	if owner == "" {
+		return fmt.Errorf("%w: %s: the consumer was reset meanwhile; try again", ErrUnavailable, what)
+	}
+	return notOwner(table, consumer, owner, principal)
 }
 
-// notOwner is the ErrNotOwner error of a write by principal to progress
+// owner returns the owner of the consumer on the table, as a claim or with
+// progress ("" for none).
+func (s *Store) owner(ctx context.Context, table, consumer string) (string, error) {
+	var owner string
+	err := s.db.QueryRowContext(ctx, s.query(`SELECT owner FROM sluice_consumer_progress
+		WHERE table_name = ? AND consumer = ?`), table, consumer).Scan(&owner)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", s.fail(ctx, fmt.Sprintf("read the owner of consumer %q on table %s", consumer, table), err)
+	}
+	return owner, nil
+}
+
+// notOwner is the ErrNotOwner error of a write by principal to a consumer
 // that another principal owns.
-func notOwner(cp Checkpoint, principal string) error {
-	return fmt.Errorf("%w: consumer %q on table %s belongs to principal %q, not %q", ErrNotOwner, cp.Consumer,
-		cp.Table, cp.Owner, principal)
+func notOwner(table, consumer, owner, principal string) error {
+	return fmt.Errorf("%w: consumer %q on table %s belongs to principal %q, not %q", ErrNotOwner, consumer,
+		table, owner, principal)
 }
 
 // Get returns the consumer's checkpoint on the table, or an error wrapping
 // ErrNotFound.
 func (s *Store) Get(ctx context.Context, table, consumer string) (Checkpoint, error) {
 	row := s.db.QueryRowContext(ctx, s.query(`SELECT snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner
-		FROM sluice_consumer_progress WHERE table_name = ? AND consumer = ?`), table, consumer)
+		FROM sluice_consumer_progress WHERE table_name = ? AND consumer = ? AND acked = 1`), table, consumer)
 	c := Checkpoint{Table: table, Consumer: consumer}
 	var acked int64
 	if err := row.Scan(&c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner); err != nil {
@@ -238,7 +308,7 @@ func (s *Store) Get(ctx context.Context, table, consumer string) (Checkpoint, er
 // id.
 func (s *Store) List(ctx context.Context, table string) ([]Checkpoint, error) {
 	rows, err := s.db.QueryContext(ctx, s.query(`SELECT consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms,
-		owner FROM sluice_consumer_progress WHERE table_name = ? ORDER BY consumer`), table)
+		owner FROM sluice_consumer_progress WHERE table_name = ? AND acked = 1 ORDER BY consumer`), table)
 	if err != nil {
 		return nil, s.fail(ctx, "list the consumers of table "+table, err)
 	}
@@ -259,30 +329,28 @@ func (s *Store) List(ctx context.Context, table string) ([]Checkpoint, error) {
 	return out, nil
 }
 
-// Delete forgets the consumer's progress on the table, as principal, and
-// reports whether there was any; progress that another principal owns is
-// left alone, with an error wrapping ErrNotOwner.
+// Delete forgets the consumer's progress (or claim) on the table, as
+// principal, and reports whether it had progress; a consumer that another
+// principal owns is left alone, with an error wrapping ErrNotOwner. Once
+// deleted, the consumer is free: the next principal to claim or
+// acknowledge it owns it.
 func (s *Store) Delete(ctx context.Context, table, consumer, principal string) (bool, error) {
 	what := fmt.Sprintf("reset consumer %q on table %s", consumer, table)
-	res, err := s.db.ExecContext(ctx, s.query(`DELETE FROM sluice_consumer_progress
-		WHERE table_name = ? AND consumer = ? AND owner IN ('', ?)`), table, consumer, principal)
-	if err != nil {
+	var acked int
+	err := s.db.QueryRowContext(ctx, s.query(`DELETE FROM sluice_consumer_progress
+		WHERE table_name = ? AND consumer = ? AND owner IN ('', ?) RETURNING acked`),
+		table, consumer, principal).Scan(&acked)
+	switch {
+	case err == nil:
+		return acked == 1, nil
+	case !errors.Is(err, sql.ErrNoRows):
 		return false, s.fail(ctx, what, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, s.fail(ctx, what, err)
+	owner, err := s.owner(ctx, table, consumer)
+	if err != nil || owner == "" {
+		return false, err // nothing to delete
 	}
-	if n == 0 {
-		cp, err := s.Get(ctx, table, consumer)
-		if errors.Is(err, ErrNotFound) {
-			return false, nil
-		} else if err != nil {
-			return false, err
-		}
-		return false, notOwner(cp, principal)
-	}
-	return true, nil
+	return false, notOwner(table, consumer, owner, principal)
 }
 
 // fail wraps a database error: the caller's cancellation as it is, any

@@ -96,9 +96,12 @@ func (s *Server) ackChecked(ctx context.Context, b ackBody) (consumerInfo, error
 		return consumerInfo{}, badRequestf("ack: snapshot %d is not on the lineage of table %s%s", snapshot, b.Table,
 			hist.EarliestHint())
 	}
+	if err := s.assignConfigured(ctx, store, b.Table, b.Consumer); err != nil {
+		return consumerInfo{}, err
+	}
 	cp := progress.Checkpoint{Table: b.Table, Consumer: b.Consumer, Snapshot: snapshot, CommitSeq: lineage[i].CommitSeq,
 		TimestampMs: lineage[i].TimestampMs, AckedAt: time.Now(), Owner: principalName(ctx)}
-	if err := store.Put(ctx, cp); err != nil {
+	if err := store.Put(ctx, cp); err != nil { // the first ack claims the consumer
 		return consumerInfo{}, err
 	}
 	return withLag(cp, hist), nil
@@ -183,6 +186,9 @@ func (s *Server) resetConsumer(ctx context.Context, b consumerBody) (resetResult
 	if err != nil {
 		return resetResult{}, clipNames(err, b.names()...)
 	}
+	if err := s.assignConfigured(ctx, store, b.Table, b.Consumer); err != nil {
+		return resetResult{}, clipNames(err, b.names()...)
+	}
 	removed, err := store.Delete(ctx, b.Table, b.Consumer, principalName(ctx))
 	return resetResult{Consumer: b.Consumer, Table: b.Table, Removed: removed}, clipNames(err, b.names()...)
 }
@@ -212,10 +218,21 @@ func (s *Server) requireProgress() (ProgressStore, error) {
 }
 
 // resume returns where a stream naming a consumer resumes: its
-// acknowledged progress, or nil for a consumer without progress.
+// acknowledged progress, or nil for a consumer without progress. The
+// stream claims the consumer: a consumer no principal owns yet becomes the
+// caller's, and one another principal owns is refused (ErrNotOwner), so
+// that no principal can place a consumer before its service's first
+// stream.
 func (s *Server) resume(ctx context.Context, table, consumer string) (*feed.Resume, error) {
 	store, err := s.requireProgress()
 	if err != nil {
+		return nil, err
+	}
+	// Claim a consumer of a table that exists only.
+	if _, err := s.engine.Status(ctx, table); err != nil {
+		return nil, err
+	}
+	if err := s.claim(ctx, store, table, consumer); err != nil {
 		return nil, err
 	}
 	cp, err := store.Get(ctx, table, consumer)
@@ -227,6 +244,41 @@ func (s *Server) resume(ctx context.Context, table, consumer string) (*feed.Resu
 	default:
 		return nil, err
 	}
+}
+
+// claim makes the caller the owner of a consumer on a table, unless
+// another principal owns it: the one the configuration names (auth
+// consumers), or the first to claim or acknowledge it.
+func (s *Server) claim(ctx context.Context, store ProgressStore, table, consumer string) error {
+	if _, ok := s.configuredOwner(consumer); ok {
+		return s.assignConfigured(ctx, store, table, consumer)
+	}
+	return store.Claim(ctx, table, consumer, principalName(ctx))
+}
+
+// configuredOwner returns the principal the configuration makes the owner
+// of a consumer, if any.
+func (s *Server) configuredOwner(consumer string) (string, bool) {
+	if s.authz == nil {
+		return "", false
+	}
+	return s.authz.ConsumerOwner(consumer)
+}
+
+// assignConfigured refuses a call about a consumer whose owner the
+// configuration names, when the caller is another principal; for the owner
+// it records the ownership in the store, taking it over from whoever had
+// claimed the consumer before the configuration named its owner.
+func (s *Server) assignConfigured(ctx context.Context, store ProgressStore, table, consumer string) error {
+	owner, ok := s.configuredOwner(consumer)
+	if !ok {
+		return nil
+	}
+	if caller := principalName(ctx); caller != owner {
+		return fmt.Errorf("%w: consumer %q belongs to principal %q (by the configuration's auth consumers), not %q",
+			progress.ErrNotOwner, consumer, owner, caller)
+	}
+	return store.Assign(ctx, table, consumer, owner)
 }
 
 // maxConsumerLen bounds a consumer id.
