@@ -102,6 +102,9 @@ func (s *Server) listSnapshots(ctx context.Context, b tableBody) (snapshotList, 
 
 // explain plans a window without reading data.
 func (s *Server) explain(ctx context.Context, r *request) (*feed.Plan, error) {
+	if r.stream != nil {
+		return nil, errStreamNotWindow
+	}
 	if err := s.authorize(ctx, r); err != nil {
 		return nil, clipNames(err, r.names()...)
 	}
