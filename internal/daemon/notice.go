@@ -50,15 +50,15 @@ func shortPath(path string) string {
 // Python interpreter py ("": none known).
 func printDemo(out io.Writer, uri, py string) {
 	pyarrowSnippet := fmt.Sprintf(`-c '
-import json, pyarrow.flight as flight
+import json, pandas as pd, pyarrow.flight as flight
 client = flight.connect("%[1]s")
 ticket = flight.Ticket(json.dumps({"table": "%[2]s"}).encode())
-print(client.do_get(ticket).read_all().to_pandas())'`, uri, demo.Table)
+print(client.do_get(ticket).read_all().to_pandas(types_mapper=pd.ArrowDtype))'`, uri, demo.Table)
 	sluiceSnippet := fmt.Sprintf(`-c '
 import sluice
 client = sluice.connect("%[1]s")
 print(client.snapshots("%[2]s"))
-print(client.changes("%[2]s", columns=["order_id", "country", "amount"]).read_all().to_pandas())'`, uri, demo.Table)
+print(sluice.to_pandas(client.changes("%[2]s", columns=["order_id", "country", "amount"])))'`, uri, demo.Table)
 
 	fmt.Fprintf(out, "\nSluice is serving the demo table %s on %s\n\n", demo.Table, uri)
 	if py != "" {

@@ -43,7 +43,12 @@ from .errors import (
     Unimplemented,
 )
 
-__version__ = "0.1.0"
+try:  # the version the package was built with (the repository's VERSION file): one place, not a copy
+    from importlib.metadata import PackageNotFoundError, version as _version
+
+    __version__ = _version("sluice-client")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "DEFAULT_URI",

@@ -241,6 +241,17 @@ _PREFIX = re.compile(
 # "... gRPC client debug context: NOT_FOUND:<message>. Client context: ...".
 _DEBUG = re.compile(r"\.? ?gRPC client debug context: (?P<code>[A-Z_]+):")
 _DETAIL = re.compile(r"\. Detail: .*\Z", re.S)
+# Older gRPC (pyarrow < 26) renders the status in the debug context as the
+# peer's error: "Error received from peer ipv4:... {grpc_message:"...",
+# grpc_status:14, created_time:"..."}".
+_PEER = re.compile(r"Error received from peer [^{]*\{(?P<body>.*)\}", re.S)
+_PEER_STATUS = re.compile(r"grpc_status:(?P<n>\d+)")
+_PEER_MESSAGE = re.compile(r'grpc_message:"(?P<m>(?:[^"\\]|\\.)*)"')
+_STATUS_NAMES = (
+    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+    "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+)
 # The status-code word Arrow puts in front of some messages ("Invalid: ...").
 _ARROW_STATUS = re.compile(r"^(?:Unknown error|Unknown|Invalid|IOError|Key error|NotImplemented|Cancelled): ")
 
@@ -286,6 +297,14 @@ def _parse(text: str) -> Tuple[Optional[str], str]:
             rest = message[d.end():]
             cut = rest.find(". Client context:")
             message = rest if cut < 0 else rest[:cut]
+            peer = _PEER.match(message)
+            if peer:
+                # Older gRPC: the status's own fields.
+                st, msg = _PEER_STATUS.search(peer.group("body")), _PEER_MESSAGE.search(peer.group("body"))
+                if st and int(st.group("n")) < len(_STATUS_NAMES):
+                    code = _STATUS_NAMES[int(st.group("n"))]
+                if msg:
+                    message = msg.group("m").replace('\\"', '"').replace("\\\\", "\\")
     message = _DETAIL.sub("", message)
     if not m:
         message = _ARROW_STATUS.sub("", message)

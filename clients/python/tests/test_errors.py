@@ -192,3 +192,22 @@ def test_errors_from_a_flight_server(client, key, cls, message):
             call()
         assert info.value.message == message
         assert info.value.code == cls.default_code
+
+
+def test_older_grpc_renders_the_status_as_the_peers_error():
+    # Captured from pyarrow 21 (its gRPC renders the status in the debug
+    # context as "Error received from peer ... {grpc_message, grpc_status}").
+    exc = OSError(
+        'storage went away. Detail: Unavailable. gRPC client debug context: UNKNOWN:Error received from peer '
+        'ipv4:127.0.0.1:34055 {grpc_message:"storage went away. Detail: Unavailable", grpc_status:14, '
+        'created_time:"2026-12-02T03:04:19.488342452+00:00"}. Client context: OK')
+    err = from_exception(exc)
+    assert isinstance(err, sluice.Unavailable)
+    assert err.code == "UNAVAILABLE"
+    assert err.message == "storage went away"
+    quoted = OSError(
+        'x. gRPC client debug context: UNKNOWN:Error received from peer ipv4:127.0.0.1:1 {created_time:"t", '
+        'grpc_status:5, grpc_message:"table \\"a.b\\" not found"}. Client context: OK')
+    err = from_exception(quoted)
+    assert isinstance(err, sluice.NotFound)
+    assert err.message == 'table "a.b" not found'
