@@ -42,6 +42,7 @@ const usage = `Usage:
   flightd new-token                       print a new random bearer token
   flightd hash-token [--principal NAME]   read a token on stdin, print its tokens-file entry
   flightd hash-password [--user NAME]     read a password on stdin, print its users-file entry
+  flightd --version                       print the version
 
 Flags:
 `
