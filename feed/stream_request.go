@@ -109,6 +109,10 @@ type StreamRequest struct {
 	// Retrying, when set, is told of each transient error a follow stream
 	// retries and how long it waits first.
 	Retrying func(err error, wait time.Duration)
+
+	// parsed is set by Parse: Stream neither validates nor parses the
+	// request again.
+	parsed bool
 }
 
 // Resume is a durable consumer's acknowledged position.
@@ -129,9 +133,13 @@ func (r StreamRequest) Validate() error {
 	return err
 }
 
-// Parse validates the request (see Validate) and parses its filter, once
-// (see Request.Parse).
+// Parse validates the request (see Validate) and parses its filter, once:
+// Stream neither validates nor parses a parsed request again (see
+// Request.Parse for the fields that may change after it).
 func (r StreamRequest) Parse() (StreamRequest, error) {
+	if r.parsed {
+		return r, nil
+	}
 	bad := func(format string, args ...any) (StreamRequest, error) {
 		return r, fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
 	}
@@ -169,7 +177,7 @@ func (r StreamRequest) Parse() (StreamRequest, error) {
 		return r, err
 	}
 	shape.FromSnapshot, shape.FromTimestampMs = from, fromTs
-	r.Request = shape
+	r.Request, r.parsed = shape, true
 	return r, nil
 }
 
