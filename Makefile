@@ -176,7 +176,7 @@ test:
 
 ## test-unit: Go unit tests with the race detector
 test-unit:
-	$(GO) test -race -count=1 $(UNIT_PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(UNIT_PKGS)
 
 ## test-long: the engine's oracle on many more random histories (SEEDS per configuration)
 SEEDS ?= 25
