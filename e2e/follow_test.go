@@ -20,7 +20,10 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/sluicefeed/sluice/catalog"
+	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/internal/tablewrite"
 )
 
@@ -274,6 +277,17 @@ func runFollow(t *testing.T, run followRun) {
 		time.Sleep(time.Duration(30+r.IntN(120)) * time.Millisecond)
 		switch killAt[i] {
 		case "consumer":
+			// A run killed before it applied anything proves nothing, and the
+			// first kill must leave applied but unacknowledged snapshots
+			// behind, so that at-least-once delivery shows: when the
+			// consumer is idle right after an ack, it is killed after a later
+			// commit instead.
+			if !waitForProgress(t, ctx, srv.URI(), statePath, consumerKills+1, consumerKills == 0, run.ackEvery) {
+				if next := nextFree(killAt, i+1, run.commits); next > 0 {
+					killAt[next] = "consumer"
+					continue
+				}
+			}
 			_ = cons.kill() // killed: its exit status is the signal
 			consumerKills++
 			time.Sleep(time.Duration(r.IntN(200)) * time.Millisecond)
@@ -328,6 +342,58 @@ func runFollow(t *testing.T, run followRun) {
 	if run.killConsumers == 0 && run.killServers == 0 && st.RedeliveredBatches != 0 {
 		t.Fatalf("%d batches redelivered without a crash", st.RedeliveredBatches)
 	}
+}
+
+// waitForProgress waits until the consumer's run number runs (from 1) has
+// saved a complete snapshot to its state file. With unacked it then reports
+// whether, within a second, the consumer has applied snapshots beyond its
+// acknowledged progress and is not about to acknowledge them (it does every
+// ackEvery complete snapshots, right after saving the last), so that a
+// kill now leaves them to be delivered again (a consumer that has caught up
+// right after an ack has none until the next commit).
+func waitForProgress(t *testing.T, ctx context.Context, uri, statePath string, runs int, unacked bool,
+	ackEvery int) bool {
+	t.Helper()
+	client := dialGo(t, ctx, uri)
+	deadline := time.Now().Add(60 * time.Second)
+	var saved time.Time
+	for time.Now().Before(deadline) {
+		var st consumerState
+		if b, err := os.ReadFile(statePath); err == nil && json.Unmarshal(b, &st) == nil &&
+			len(st.Runs) >= runs && st.AppliedSeq != nil {
+			if !unacked {
+				return true
+			}
+			if saved.IsZero() {
+				saved = time.Now()
+			}
+			p, err := client.ConsumerProgress(ctx, "mirror-1", followTable)
+			run := st.Runs[runs-1]
+			switch {
+			case sluice.Code(err) == codes.NotFound && run.FirstSeq != nil &&
+				(*st.AppliedSeq-*run.FirstSeq+1)%int64(ackEvery) != 0:
+				return true // nothing acknowledged yet, nor about to be
+			case err == nil && *st.AppliedSeq > p.CommitSeq && *st.AppliedSeq-p.CommitSeq < int64(ackEvery):
+				return true
+			case time.Since(saved) > time.Second:
+				return false
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the consumer's run %d saved no progress within a minute", runs)
+	return false
+}
+
+// nextFree returns the first commit from i on, before end, with no kill
+// planned (0: none).
+func nextFree(killAt map[int]string, i, end int) int {
+	for ; i < end; i++ {
+		if killAt[i] == "" {
+			return i
+		}
+	}
+	return 0
 }
 
 func diffMirror(got, want map[string]mirrorRow) string {

@@ -60,6 +60,20 @@ def apply(mirror, batch):
             mirror[str(after["id"])] = {"grp": after["grp"], "val": after["val"]}
 
 
+def ack(batch):
+    """Acknowledge, retrying while the server restarts: an ack that fails
+    only because flightd is down must not end the consumer."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            batch.ack()
+            return
+        except sluice.Unavailable:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def main():
     uri, table, consumer, state_path, target_path, ack_every = sys.argv[1:7]
     ack_every = int(ack_every)
@@ -84,6 +98,7 @@ def main():
         except sluice.Unavailable:
             time.sleep(0.2)
     since_ack = 0
+    in_full_state = False
     for b in sub:
         if not b.heartbeat:
             if run["first_seq"] is None:
@@ -91,19 +106,26 @@ def main():
             state["batches"] += 1
             if state["applied_seq"] is not None and b.commit_seq <= state["applied_seq"]:
                 state["redelivered_batches"] += 1
+            if b.full_state and not in_full_state:
+                # A full state (a start without acknowledged progress, or a
+                # full state sent again after a reconnect) replaces the
+                # mirror: rows deleted since the mirror was saved are not in
+                # it, and would otherwise stay.
+                state["mirror"].clear()
+            in_full_state = b.full_state and not b.snapshot_complete
             apply(state["mirror"], b.batch)
             if b.snapshot_complete:
                 state["applied_seq"] = max(state["applied_seq"] or 0, b.commit_seq)
                 save(state_path, state)
                 since_ack += 1
                 if since_ack >= ack_every:
-                    b.ack()
+                    ack(b)
                     since_ack = 0
                 last = b
         want = target(target_path)
         if want is not None and state["applied_seq"] is not None and state["applied_seq"] >= want:
             if since_ack:
-                last.ack()
+                ack(last)
             state["reconnects"] = state.get("reconnects", 0) + sub.reconnects
             save(state_path, state)
             sub.close()
