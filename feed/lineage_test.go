@@ -274,3 +274,27 @@ func TestV1CommitSeqSurvivesExpiry(t *testing.T) {
 		t.Fatalf("commit_seq of commits in one millisecond: %v", got)
 	}
 }
+
+// TestSummaryDisagreeingWithManifestsFailsLoudly: a snapshot whose manifests
+// do not add up to its summary's file counts (what pyiceberg before 0.12
+// left, had its removals gone unseen) fails the read with
+// ErrInconsistentSnapshot naming the snapshot, instead of a feed that does
+// not add up.
+func TestSummaryDisagreeingWithManifestsFailsLoudly(t *testing.T) {
+	h := newHistory(t, 3, 2)
+	ctx := context.Background()
+	target := h.snapshots[1]
+	tbl := rewriteMetadata(t, h.tbl, func(doc map[string]any) {
+		for _, s := range doc["snapshots"].([]any) {
+			snap := s.(map[string]any)
+			if fmt.Sprint(snap["snapshot-id"]) == fmt.Sprint(target) {
+				snap["summary"].(map[string]any)["deleted-data-files"] = "1"
+			}
+		}
+	})
+	eng := feed.New(fixedTable{tableName, tbl}, feed.Options{})
+	_, err := eng.Plan(ctx, feed.Request{Table: tableName})
+	if !errors.Is(err, feed.ErrInconsistentSnapshot) || !strings.Contains(err.Error(), fmt.Sprint(target)) {
+		t.Fatalf("err = %v, want ErrInconsistentSnapshot naming snapshot %d", err, target)
+	}
+}
