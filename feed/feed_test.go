@@ -523,9 +523,7 @@ func TestExpiredHistory(t *testing.T) {
 		_, got, _ := read(t, eng, feed.Request{Table: tableName, FromSnapshot: &expiredParent})
 		sameChanges(t, got, h.wantInserts(3, 5))
 	})
-	t.Run("an older expired snapshot needs a resync", func(t *testing.T) {
-		// Not NotFound: the table's history has expired, so an id it no
-		// longer knows is most likely an expired snapshot.
+	t.Run("an older expired snapshot needs a resync, not NotFound", func(t *testing.T) {
 		_, err := eng.Plan(ctx, feed.Request{Table: tableName, FromSnapshot: &h.snapshots[0]})
 		if !errors.Is(err, feed.ErrResyncRequired) || !strings.Contains(err.Error(), fmt.Sprint(expiredParent)) {
 			t.Fatalf("err = %v, want resync required naming the earliest start %d", err, expiredParent)
