@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/sluicefeed/sluice/internal/bench"
@@ -17,6 +18,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
 		os.Exit(1)
 	}
+}
+
+// relativeArgs are the command's arguments with paths under the working
+// directory made relative to it: the report names no machine's paths.
+func relativeArgs(args []string) []string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return args
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if rel, err := filepath.Rel(wd, a); err == nil && filepath.IsAbs(a) && !strings.HasPrefix(rel, "..") {
+			out[i] = rel
+		}
+	}
+	return out
 }
 
 func run(ctx context.Context) error {
@@ -38,7 +56,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	md := rep.Markdown("make bench ("+strings.Join(os.Args, " ")+")", cfg)
+	md := rep.Markdown("make bench ("+strings.Join(relativeArgs(os.Args), " ")+")", cfg)
 	fmt.Print(md)
 	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 		return err
