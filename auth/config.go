@@ -207,7 +207,7 @@ func (c Config) Validate(listen string) error {
 	if err != nil {
 		return err
 	}
-	if isLoopback(listen) {
+	if IsLoopback(listen) {
 		return nil
 	}
 	if m.off {
@@ -264,10 +264,10 @@ func (c Config) check() (modes, error) {
 	return m, nil
 }
 
-// isLoopback reports whether a listen address (host:port) binds loopback
+// IsLoopback reports whether a listen address (host:port) binds loopback
 // only: "localhost", 127.0.0.0/8 or ::1. An empty host binds every
-// interface.
-func isLoopback(listen string) bool {
+// interface. The daemon applies the same rule to its metrics address.
+func IsLoopback(listen string) bool {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return false

@@ -300,7 +300,7 @@ func (c Config) validateMetrics() error {
 	if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 		return fmt.Errorf("%w: --metrics-listen %q: %v", ErrConfig, c.MetricsListen, unwrapAddrError(err))
 	}
-	if loopback(c.MetricsListen) || c.AllowPublicMetrics {
+	if auth.IsLoopback(c.MetricsListen) || c.AllowPublicMetrics {
 		return nil
 	}
 	exposes := "its /metrics expose the table names"
@@ -316,7 +316,7 @@ func (c Config) validateMetrics() error {
 // not loopback, what they expose to anyone who reaches it, for the warning
 // at start ("" when they are not).
 func (c Config) publicMetrics() string {
-	if c.MetricsListen == "" || loopback(c.MetricsListen) {
+	if c.MetricsListen == "" || auth.IsLoopback(c.MetricsListen) {
 		return ""
 	}
 	if c.Pprof {
@@ -333,22 +333,4 @@ func unwrapAddrError(err error) string {
 		return ae.Err
 	}
 	return err.Error()
-}
-
-// loopback reports whether a listen address (host:port) binds loopback
-// only: "localhost", 127.0.0.0/8 or ::1. An empty host binds every
-// interface. (auth applies the same rule to --listen.)
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	if i := strings.IndexByte(host, '%'); i >= 0 {
-		host = host[:i]
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
