@@ -177,25 +177,6 @@ func (d *diffReader) keyColumn(rec arrow.RecordBatch) func(id int) (int, error) 
 // takes over each batch.
 func (d *diffReader) fileChanges(ctx context.Context, snapshot int64, fd fileDiff, scan *table.Scan,
 	emit func(side int, rec arrow.RecordBatch) error) error {
-	var rgs []int
-	var ft *footer
-	if fd.before != nil && fd.after != nil {
-		// A file that stays: only rows whose deletes differ change. Read
-		// just the row groups that may hold them.
-		var err error
-		if ft, err = d.footer(fd.file); err != nil {
-			return readError(d.name, snapshot, "data file "+fd.file.FilePath(), err)
-		}
-		if rgs, err = d.candidates(ctx, fd, ft); err != nil {
-			return err
-		}
-		if len(rgs) == 0 {
-			return nil
-		}
-		if len(rgs) == len(ft.rows) {
-			rgs = nil
-		}
-	}
 	rows := int(fd.file.Count())
 	var before, after *fileDeletes
 	var err error
@@ -209,32 +190,48 @@ func (d *diffReader) fileChanges(ctx context.Context, snapshot int64, fd fileDif
 			return err
 		}
 	}
+	var rgs []int
+	var ft *footer
+	if before != nil && after != nil {
+		// A file that stays: only rows whose deletes differ change. Read
+		// just the row groups that may hold them.
+		if ft, err = d.footer(fd.file); err != nil {
+			return readError(d.name, snapshot, "data file "+fd.file.FilePath(), err)
+		}
+		if rgs, err = d.candidates(ctx, fd, ft, before.positions, after.positions); err != nil {
+			return err
+		}
+		if len(rgs) == 0 {
+			return nil
+		}
+		if len(rgs) == len(ft.rows) {
+			rgs = nil
+		}
+	}
 	return d.readBatches(ctx, snapshot, fd, rgs, ft, scan, func(rec arrow.RecordBatch, first int) error {
 		defer rec.Release()
 		keyCol := d.keyColumn(rec)
-		n := int(rec.NumRows())
-		liveBefore, liveAfter := make([]bool, n), make([]bool, n)
-		for _, side := range []struct {
-			dels *fileDeletes
-			live []bool
-		}{{before, liveBefore}, {after, liveAfter}} {
-			if side.dels == nil {
-				continue
-			}
-			deleted, err := side.dels.deleted(rec, first, keyCol)
-			if err != nil {
+		// A side's rows are live unless its deletes delete them; a side
+		// without the file (nil deletes) has none live.
+		var deletedBefore, deletedAfter []bool
+		if before != nil {
+			if deletedBefore, err = before.deleted(rec, first, keyCol); err != nil {
 				return err
 			}
-			for r := range n {
-				side.live[r] = !deleted[r]
+		}
+		if after != nil {
+			if deletedAfter, err = after.deleted(rec, first, keyCol); err != nil {
+				return err
 			}
 		}
+		liveBefore := func(r int) bool { return deletedBefore != nil && !deletedBefore[r] }
+		liveAfter := func(r int) bool { return deletedAfter != nil && !deletedAfter[r] }
 		for _, side := range []int{sideDeleted, sideInserted} {
 			out, err := selectRows(ctx, d.mem, rec, func(r int) bool {
 				if side == sideDeleted {
-					return liveBefore[r] && !liveAfter[r]
+					return liveBefore(r) && !liveAfter(r)
 				}
-				return liveAfter[r] && !liveBefore[r]
+				return liveAfter(r) && !liveBefore(r)
 			})
 			if err != nil {
 				return err
@@ -252,19 +249,10 @@ func (d *diffReader) fileChanges(ctx context.Context, snapshot int64, fd fileDif
 
 // candidates returns the row groups of a file that stays in which a row
 // may change live status: those holding a position that one side's
-// position deletes or deletion vector delete and the other's not, and
-// those whose statistics may hold a key of an equality delete file that
-// applies on one side only.
-func (d *diffReader) candidates(ctx context.Context, fd fileDiff, ft *footer) ([]int, error) {
-	rows := int(fd.file.Count())
-	before, err := d.deletes.positionMask(fd.before, fd.file.FilePath(), rows, ctx)
-	if err != nil {
-		return nil, err
-	}
-	after, err := d.deletes.positionMask(fd.after, fd.file.FilePath(), rows, ctx)
-	if err != nil {
-		return nil, err
-	}
+// position deletes or deletion vector delete (before and after) and the
+// other's not, and those whose statistics may hold a key of an equality
+// delete file that applies on one side only.
+func (d *diffReader) candidates(ctx context.Context, fd fileDiff, ft *footer, before, after *roaring.Bitmap) ([]int, error) {
 	cand := make([]bool, len(ft.rows))
 	changed := roaring.Xor(before, after).Iterator()
 	for changed.HasNext() {
