@@ -16,8 +16,8 @@ const (
 	partitionBits   = 4
 	partitionFanout = 1 << partitionBits
 	// maxPartitionLevel bounds the re-splitting of a partition still too
-	// large for the budget (rows of one hash cannot be split: a partition
-	// of those is processed in memory whatever its size).
+	// large for the budget: a partitioner of this level holds its rows in
+	// memory whatever their size (rows of one hash cannot be split).
 	maxPartitionLevel = 3
 )
 
@@ -67,7 +67,13 @@ func (p *partitioner) add(side int, rec arrow.RecordBatch, hashes []uint64) erro
 	}
 	if p.runs == nil {
 		size := recordSize(rec) + int64(8*len(hashes))
-		if p.lease.grow(size) {
+		held := p.level >= maxPartitionLevel // the last level holds whatever the budget
+		if held {
+			p.lease.force(size)
+		} else {
+			held = p.lease.grow(size)
+		}
+		if held {
 			p.held[side] = append(p.held[side], rec)
 			p.hashes[side] = append(p.hashes[side], hashes)
 			p.bytes += size
@@ -273,7 +279,7 @@ func (p *partitioner) each(fn func(partition) error) error {
 }
 
 // eachRun processes one spilled partition: in memory when the budget has
-// room for it, else split again.
+// room for it, else split again (up to maxPartitionLevel).
 func (p *partitioner) eachRun(sides []*run, fn func(partition) error) error {
 	var rows int64
 	for _, r := range sides {
@@ -284,41 +290,16 @@ func (p *partitioner) eachRun(sides []*run, fn func(partition) error) error {
 	if rows == 0 {
 		return nil
 	}
-	if p.level+1 < maxPartitionLevel {
-		// Re-split through a partitioner of the next level: it keeps the
-		// rows in memory while the lease has room, and spills again when
-		// not.
-		child := newPartitioner(p.ctx, p.mem, p.spill, p.lease, p.level+1, p.schemas...)
-		defer child.close()
-		if err := child.load(sides); err != nil {
-			return err
-		}
-		return child.each(fn)
+	// Re-split through a partitioner of the next level: it keeps the rows in
+	// memory while the lease has room, and spills again when not; at the
+	// last level it keeps them whatever the budget (rows of one hash cannot
+	// be split further).
+	child := newPartitioner(p.ctx, p.mem, p.spill, p.lease, p.level+1, p.schemas...)
+	defer child.close()
+	if err := child.load(sides); err != nil {
+		return err
 	}
-	// The last level: rows of one hash cannot be split further.
-	pt := partition{batches: make([][]arrow.RecordBatch, len(sides)), hashes: make([][][]uint64, len(sides))}
-	var size int64
-	defer func() {
-		pt.release()
-		p.lease.shrink(size)
-	}()
-	for side, r := range sides {
-		if r == nil {
-			continue
-		}
-		for i := range r.batches {
-			rec, h, err := readHashed(r, i, p.schemas[side])
-			if err != nil {
-				return err
-			}
-			n := recordSize(rec) + int64(8*len(h))
-			p.lease.force(n)
-			size += n
-			pt.batches[side] = append(pt.batches[side], rec)
-			pt.hashes[side] = append(pt.hashes[side], h)
-		}
-	}
-	return fn(pt)
+	return child.each(fn)
 }
 
 // load adds the rows of spilled runs (one per side, nil: none).
