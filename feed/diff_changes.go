@@ -6,7 +6,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 )
 
 // changeSet holds changed rows of one snapshot as full-width rows (every
@@ -372,51 +371,8 @@ func (d *diffReader) gather(ctx context.Context, asm *assembler, batches []arrow
 	if len(list) == 0 {
 		return array.MakeArrayOfNull(d.mem, asm.image, 0), nil
 	}
-	var parts []arrow.Array
-	defer func() {
-		for _, a := range parts {
-			a.Release()
-		}
-	}()
-	ctx = compute.WithAllocator(ctx, d.mem)
-	for i := 0; i < len(list); {
-		b := list[i].b
-		j := i
-		for j < len(list) && list[j].b == b {
-			j++
-		}
-		img, err := asm.imageOf(batches[b])
-		if err != nil {
-			return nil, err
-		}
-		if j-i == img.Len() {
-			parts = append(parts, img) // every row of the batch, in order
-		} else {
-			idx := array.NewInt32Builder(d.mem)
-			for _, ref := range list[i:j] {
-				idx.Append(ref.r)
-			}
-			indices := idx.NewArray()
-			idx.Release()
-			taken, err := compute.TakeArray(ctx, img, indices)
-			indices.Release()
-			img.Release()
-			if err != nil {
-				return nil, fmt.Errorf("gather images: %w", err)
-			}
-			parts = append(parts, taken)
-		}
-		i = j
-	}
-	if len(parts) == 1 {
-		parts[0].Retain()
-		return parts[0], nil
-	}
-	out, err := array.Concatenate(parts, d.mem)
-	if err != nil {
-		return nil, fmt.Errorf("concatenate images: %w", err)
-	}
-	return out, nil
+	return gatherRows(ctx, d.mem, len(list), func(i int) (int, int32) { return int(list[i].b), list[i].r },
+		func(b int) (arrow.Array, error) { return asm.imageOf(batches[b]) })
 }
 
 // globalIndex maps each referenced row to its index in the concatenation

@@ -388,56 +388,10 @@ func (n *netter) gather(ctx context.Context, asm *assembler, recs []arrow.Record
 }
 
 // gatherSorted gathers refs sorted by batch and row: one slice or take per
-// batch.
+// batch, of the images projected onto the output columns.
 func (n *netter) gatherSorted(ctx context.Context, asm *assembler, recs []arrow.RecordBatch, refs []imgRef) (arrow.Array, error) {
-	var parts []arrow.Array
-	defer func() {
-		for _, a := range parts {
-			a.Release()
-		}
-	}()
-	for i := 0; i < len(refs); {
-		img := refs[i].img
-		j := i
-		for j < len(refs) && refs[j].img == img {
-			j++
-		}
-		col := recs[img].Column(0)
-		var taken arrow.Array
-		if first, last := refs[i].row, refs[j-1].row; int(last-first) == j-i-1 {
-			// Consecutive rows (an insert-only stretch, say): a slice.
-			taken = array.NewSlice(col, int64(first), int64(last)+1)
-		} else {
-			idx := array.NewInt32Builder(asm.mem)
-			for _, ref := range refs[i:j] {
-				idx.Append(ref.row)
-			}
-			indices := idx.NewArray()
-			idx.Release()
-			var err error
-			taken, err = compute.TakeArray(ctx, col, indices)
-			indices.Release()
-			if err != nil {
-				return nil, fmt.Errorf("gather net images: %w", err)
-			}
-		}
-		projected, err := project(taken.(*array.Struct), n.p.Columns)
-		taken.Release()
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, projected)
-		i = j
-	}
-	if len(parts) == 1 {
-		parts[0].Retain()
-		return parts[0], nil
-	}
-	out, err := array.Concatenate(parts, asm.mem)
-	if err != nil {
-		return nil, fmt.Errorf("concatenate net images: %w", err)
-	}
-	return out, nil
+	return gatherRows(ctx, asm.mem, len(refs), func(i int) (int, int32) { return int(refs[i].img), refs[i].row },
+		func(b int) (arrow.Array, error) { return project(recs[b].Column(0).(*array.Struct), n.p.Columns) })
 }
 
 func compareRefs(x, y imgRef) int {
