@@ -85,7 +85,7 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 	if err != nil {
 		return err
 	}
-	return out.each([]int{kindDelete, kindPair, kindInsert}, emit)
+	return out.each([]int{kindDelete, kindPair, kindInsert}, func(_ int, rec arrow.RecordBatch) error { return emit(rec) })
 }
 
 // partitionColumns are the columns whose hash partitions a snapshot's

@@ -71,15 +71,16 @@ func (e *Engine) readNet(ctx context.Context, p *Plan, inner iter.Seq2[Batch, er
 		return
 	}
 
+	stream := &netStream{asm: asm, snapshots: p.Snapshots, yield: yield}
+	defer stream.release()
 	if !part.spilled() {
 		// One partition in memory: its net changes come out in snapshot
 		// and kind order, and go out as they are assembled.
-		out := &netStream{asm: asm, snapshots: p.Snapshots, yield: yield}
 		err := part.each(func(pt partition) error {
-			return n.partition(ctx, asm, pt.batches[0], pt.hashes[0], out.add)
+			return n.partition(ctx, asm, pt.batches[0], pt.hashes[0], stream.add)
 		})
 		if err == nil {
-			err = out.finish()
+			err = stream.finish()
 		}
 		if err != nil && err != errStop {
 			yield(Batch{}, err)
@@ -106,7 +107,19 @@ func (e *Engine) readNet(ctx context.Context, p *Plan, inner iter.Seq2[Batch, er
 		yield(Batch{}, err)
 		return
 	}
-	out.emit(asm, p.Snapshots, yield)
+	groups := make([]int, len(p.Snapshots)*changeKinds) // every (snapshot, kind), in order
+	for g := range groups {
+		groups[g] = g
+	}
+	err = out.each(groups, func(g int, rec arrow.RecordBatch) error {
+		return stream.add(g/changeKinds, g%changeKinds, rec)
+	})
+	if err == nil {
+		err = stream.finish()
+	}
+	if err != nil && err != errStop {
+		yield(Batch{}, err)
+	}
 }
 
 // netStream yields net changes that come in snapshot and kind order,
@@ -155,6 +168,14 @@ func (s *netStream) completeUpTo(snap int) error {
 }
 
 func (s *netStream) finish() error { return s.completeUpTo(len(s.snapshots)) }
+
+// release frees the batch held back when the stream ends early.
+func (s *netStream) release() {
+	if s.pending != nil {
+		s.pending.Release()
+		s.pending = nil
+	}
+}
 
 // wideNames are the names of the columns of the plan's wide images.
 func (p *Plan) wideNames() []string {

@@ -40,50 +40,9 @@ func (s *spool) add(group int, rec arrow.RecordBatch) error {
 	return nil
 }
 
-// emit streams the spooled batches of each snapshot of the plan (groups
-// snapshot*changeKinds+kind, kinds in order), ending every snapshot with a
-// complete batch (a 0-row one when it has none). It returns false when the
-// sequence must stop.
-func (s *spool) emit(asm *assembler, snapshots []SnapshotPlan, yield func(Batch, error) bool) bool {
-	r, err := s.w.finish()
-	s.w = nil
-	if err != nil {
-		yield(Batch{}, err)
-		return false
-	}
-	defer r.close()
-	for i, sp := range snapshots {
-		var last arrow.RecordBatch
-		for kind := range changeKinds {
-			for _, b := range s.groups[i*changeKinds+kind] {
-				rec, err := r.batch(b)
-				if err != nil {
-					if last != nil {
-						last.Release()
-					}
-					yield(Batch{}, err)
-					return false
-				}
-				if last != nil && !yield(Batch{Record: last, Snapshot: sp.Snapshot}, nil) {
-					rec.Release()
-					return false
-				}
-				last = rec
-			}
-		}
-		if last == nil {
-			last = asm.empty()
-		}
-		if !yield(Batch{Record: last, Snapshot: sp.Snapshot, SnapshotComplete: true}, nil) {
-			return false
-		}
-	}
-	return true
-}
-
 // each streams the spooled batches of the given groups, in order, to fn,
 // which takes over each batch.
-func (s *spool) each(groups []int, fn func(arrow.RecordBatch) error) error {
+func (s *spool) each(groups []int, fn func(group int, rec arrow.RecordBatch) error) error {
 	r, err := s.w.finish()
 	s.w = nil
 	if err != nil {
@@ -96,7 +55,7 @@ func (s *spool) each(groups []int, fn func(arrow.RecordBatch) error) error {
 			if err != nil {
 				return err
 			}
-			if err := fn(rec); err != nil {
+			if err := fn(g, rec); err != nil {
 				return err
 			}
 		}
