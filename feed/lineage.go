@@ -360,12 +360,6 @@ func resolveWindow(name string, meta table.Metadata, req Request) (window, error
 		}
 		w.snapshots = lineage
 	}
-	if len(w.snapshots) > 0 && w.snapshots[0].ParentID == nil && hist.Expired {
-		// The oldest retained snapshot lost its parent link: its own
-		// changes cannot be computed.
-		return window{}, fmt.Errorf("%w: the window of table %s starts before snapshot %d, whose parent has expired%s",
-			ErrResyncRequired, name, w.snapshots[0].ID, hist.EarliestHint())
-	}
 	return w, nil
 }
 
