@@ -10,7 +10,6 @@ import (
 	"go/ast"
 	goparser "go/parser"
 	gotoken "go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,105 +22,27 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/internal/docmd"
 )
 
 // protocolDoc is the path of the wire contract, from this package.
 const protocolDoc = "../docs/PROTOCOL.md"
 
-func readProtocolDoc(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(protocolDoc)
-	if err != nil {
-		t.Fatalf("the wire contract: %v", err)
-	}
-	return string(b)
-}
+func readProtocolDoc(t *testing.T) string { t.Helper(); return docmd.Read(t, protocolDoc) }
 
 // docBlock returns the non-blank lines of the fenced code block whose info
-// string is exactly info ("sql accepted").
+// string is exactly info.
 func docBlock(t *testing.T, doc, info string) []string {
 	t.Helper()
-	lines := strings.Split(doc, "\n")
-	for i, l := range lines {
-		if strings.TrimSpace(l) != "```"+info {
-			continue
-		}
-		var out []string
-		for _, body := range lines[i+1:] {
-			if strings.TrimSpace(body) == "```" {
-				if len(out) == 0 {
-					t.Fatalf("%s: the block ```%s is empty", protocolDoc, info)
-				}
-				return out
-			}
-			if strings.TrimSpace(body) != "" {
-				out = append(out, strings.TrimSpace(body))
-			}
-		}
-		t.Fatalf("%s: the block ```%s is not closed", protocolDoc, info)
-	}
-	t.Fatalf("%s has no ```%s block", protocolDoc, info)
-	return nil
+	return docmd.Block(t, protocolDoc, doc, info)
 }
 
 // docTable returns the rows of the table whose header row is exactly
 // header, each cell trimmed and stripped of an enclosing code span.
 func docTable(t *testing.T, doc string, header ...string) [][]string {
 	t.Helper()
-	lines := strings.Split(doc, "\n")
-	for i, l := range lines {
-		if !slices.Equal(docRowCells(l), header) {
-			continue
-		}
-		var rows [][]string
-		for _, r := range lines[min(i+2, len(lines)):] {
-			if !strings.HasPrefix(strings.TrimSpace(r), "|") {
-				break
-			}
-			cells := docRowCells(r)
-			if len(cells) != len(header) {
-				t.Fatalf("%s: row %q of the table %v has %d cells", protocolDoc, r, header, len(cells))
-			}
-			rows = append(rows, cells)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("%s: the table %v has no rows", protocolDoc, header)
-		}
-		return rows
-	}
-	t.Fatalf("%s has no table with the header %v", protocolDoc, header)
-	return nil
-}
-
-func docRowCells(line string) []string {
-	line = strings.TrimSpace(line)
-	if !strings.HasPrefix(line, "|") || !strings.HasSuffix(line, "|") || len(line) < 2 {
-		return nil
-	}
-	cells := strings.Split(line[1:len(line)-1], "|")
-	for i, c := range cells {
-		cells[i] = docUnspan(strings.TrimSpace(c))
-	}
-	return cells
-}
-
-// docUnspan strips the backticks of a cell that is one code span.
-func docUnspan(s string) string {
-	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' && !strings.Contains(s[1:len(s)-1], "`") {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
-
-var docCodeSpan = regexp.MustCompile("`([^`]+)`")
-
-// docCodeSpans returns the contents of the code spans of s, in order.
-func docCodeSpans(s string) []string {
-	var out []string
-	for _, m := range docCodeSpan.FindAllStringSubmatch(s, -1) {
-		out = append(out, m[1])
-	}
-	return out
+	return docmd.Table(t, protocolDoc, doc, header...)
 }
 
 // docSchema builds the example table of the filter section.
@@ -345,7 +266,7 @@ func TestProtocolDocChangeSchema(t *testing.T) {
 			t.Errorf("column %s has the Arrow type %s; the contract says %q", f.Name, f.Type, row[1])
 		}
 	}
-	ops := docCodeSpans(rows[0][3])
+	ops := docmd.CodeSpans(rows[0][3])
 	if want := docConsts(t, "Op"); !docSameSet(ops, want) {
 		t.Errorf("the contract lists the ops %v; the engine's are %v", ops, want)
 	}
@@ -365,7 +286,7 @@ func TestProtocolDocPlanValues(t *testing.T) {
 		t.Fatalf("%s has no bullet starting with `explain`:", protocolDoc)
 	}
 	var documented []string
-	for _, s := range docCodeSpans(bullet) {
+	for _, s := range docmd.CodeSpans(bullet) {
 		if !slices.Contains([]string{"explain", "strategy", "content", "role"}, s) {
 			documented = append(documented, s)
 		}

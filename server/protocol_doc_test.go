@@ -32,6 +32,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+	"github.com/sluicefeed/sluice/internal/docmd"
 	"github.com/sluicefeed/sluice/progress"
 )
 
@@ -459,7 +460,7 @@ func TestProtocolDocTypedResults(t *testing.T) {
 	var planOnly []string
 	for _, para := range strings.Split(doc, "\n\n") {
 		if strings.HasPrefix(para, "The typed `Plan` carries less") {
-			for _, s := range docCodeSpans(para) {
+			for _, s := range docmd.CodeSpans(para) {
 				if s != "Plan" && s != "explain" {
 					planOnly = append(planOnly, s)
 				}
@@ -516,7 +517,7 @@ func TestProtocolDocStartModes(t *testing.T) {
 	var documented []string
 	for _, row := range docTable(t, doc, "start", "the stream") {
 		mode := row[0] // a cell that is one code span, or one that starts with it
-		if spans := docCodeSpans(row[0]); len(spans) > 0 {
+		if spans := docmd.CodeSpans(row[0]); len(spans) > 0 {
 			mode = spans[0]
 		}
 		documented = append(documented, mode)

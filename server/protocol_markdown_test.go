@@ -5,107 +5,28 @@ package server
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sluicefeed/sluice/internal/docmd"
 )
 
-func readProtocolDoc(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(protocolDoc)
-	if err != nil {
-		t.Fatalf("the wire contract: %v", err)
-	}
-	return string(b)
-}
+func readProtocolDoc(t *testing.T) string { t.Helper(); return docmd.Read(t, protocolDoc) }
 
 // docBlock returns the non-blank lines of the fenced code block whose info
-// string is exactly info ("json accepted").
+// string is exactly info.
 func docBlock(t *testing.T, doc, info string) []string {
 	t.Helper()
-	lines := strings.Split(doc, "\n")
-	for i, l := range lines {
-		if strings.TrimSpace(l) != "```"+info {
-			continue
-		}
-		var out []string
-		for _, body := range lines[i+1:] {
-			if strings.TrimSpace(body) == "```" {
-				if len(out) == 0 {
-					t.Fatalf("%s: the block ```%s is empty", protocolDoc, info)
-				}
-				return out
-			}
-			if strings.TrimSpace(body) != "" {
-				out = append(out, strings.TrimSpace(body))
-			}
-		}
-		t.Fatalf("%s: the block ```%s is not closed", protocolDoc, info)
-	}
-	t.Fatalf("%s has no ```%s block", protocolDoc, info)
-	return nil
+	return docmd.Block(t, protocolDoc, doc, info)
 }
 
 // docTable returns the rows of the table whose header row is exactly
 // header, each cell trimmed and stripped of an enclosing code span.
 func docTable(t *testing.T, doc string, header ...string) [][]string {
 	t.Helper()
-	lines := strings.Split(doc, "\n")
-	for i, l := range lines {
-		if !slices.Equal(docRowCells(l), header) {
-			continue
-		}
-		var rows [][]string
-		for _, r := range lines[min(i+2, len(lines)):] {
-			if !strings.HasPrefix(strings.TrimSpace(r), "|") {
-				break
-			}
-			cells := docRowCells(r)
-			if len(cells) != len(header) {
-				t.Fatalf("%s: row %q of the table %v has %d cells", protocolDoc, r, header, len(cells))
-			}
-			rows = append(rows, cells)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("%s: the table %v has no rows", protocolDoc, header)
-		}
-		return rows
-	}
-	t.Fatalf("%s has no table with the header %v", protocolDoc, header)
-	return nil
-}
-
-func docRowCells(line string) []string {
-	line = strings.TrimSpace(line)
-	if !strings.HasPrefix(line, "|") || !strings.HasSuffix(line, "|") || len(line) < 2 {
-		return nil
-	}
-	cells := strings.Split(line[1:len(line)-1], "|")
-	for i, c := range cells {
-		cells[i] = docUnspan(strings.TrimSpace(c))
-	}
-	return cells
-}
-
-// docUnspan strips the backticks of a cell that is one code span.
-func docUnspan(s string) string {
-	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' && !strings.Contains(s[1:len(s)-1], "`") {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
-
-var docCodeSpan = regexp.MustCompile("`([^`]+)`")
-
-// docCodeSpans returns the contents of the code spans of s, in order.
-func docCodeSpans(s string) []string {
-	var out []string
-	for _, m := range docCodeSpan.FindAllStringSubmatch(s, -1) {
-		out = append(out, m[1])
-	}
-	return out
+	return docmd.Table(t, protocolDoc, doc, header...)
 }
 
 // docShape is a JSON object's keys as the contract writes them:
