@@ -3,51 +3,15 @@ package feed_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	iceio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/faultio"
 	"github.com/sluicefeed/sluice/internal/tablewrite"
 )
-
-// panickingIO is a fault-injecting file IO: while armed, reading a data
-// file panics, as a buggy storage client would.
-type panickingIO struct {
-	iceio.IO
-	armed *atomic.Bool
-}
-
-func (p panickingIO) Open(name string) (iceio.File, error) {
-	f, err := p.IO.Open(name)
-	if err != nil || !strings.HasSuffix(name, ".parquet") {
-		return f, err
-	}
-	return panickingFile{File: f, armed: p.armed}, nil
-}
-
-type panickingFile struct {
-	iceio.File
-	armed *atomic.Bool
-}
-
-func (f panickingFile) ReadAt(b []byte, off int64) (int, error) {
-	if f.armed.Load() {
-		panic("injected: storage client bug")
-	}
-	return f.File.ReadAt(b, off)
-}
-
-func (f panickingFile) Read(b []byte) (int, error) {
-	if f.armed.Load() {
-		panic("injected: storage client bug")
-	}
-	return f.File.Read(b)
-}
 
 // TestPanicInAReadEndsThatReadOnly: a panic while reading a data file, in
 // the engine's goroutines or iceberg-go's scan workers, ends that read with
@@ -66,14 +30,7 @@ func TestPanicInAReadEndsThatReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	armed := &atomic.Bool{}
-	faulty := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
-		func(ctx context.Context) (iceio.IO, error) {
-			fsys, err := tbl.FS(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return panickingIO{IO: fsys, armed: armed}, nil
-		}, nil)
+	faulty := faultio.PanickingTable(tbl, armed)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	eng := feed.New(fixedTable{tableName, faulty}, feed.Options{Allocator: mem})
 	snaps := tbl.Metadata().Snapshots()

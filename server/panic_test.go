@@ -2,15 +2,14 @@ package server_test
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/faultio"
 )
 
 // panickyTables serves the catalog's tables with a file IO that panics
@@ -25,39 +24,7 @@ func (p panickyTables) LoadTable(ctx context.Context, name string) (*table.Table
 	if err != nil {
 		return nil, err
 	}
-	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
-		func(ctx context.Context) (iceio.IO, error) {
-			fsys, err := tbl.FS(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return panickyIO{IO: fsys, armed: p.armed}, nil
-		}, nil), nil
-}
-
-type panickyIO struct {
-	iceio.IO
-	armed *atomic.Bool
-}
-
-func (p panickyIO) Open(name string) (iceio.File, error) {
-	f, err := p.IO.Open(name)
-	if err != nil || !strings.HasSuffix(name, ".parquet") {
-		return f, err
-	}
-	return panickyFile{File: f, armed: p.armed}, nil
-}
-
-type panickyFile struct {
-	iceio.File
-	armed *atomic.Bool
-}
-
-func (f panickyFile) ReadAt(b []byte, off int64) (int, error) {
-	if f.armed.Load() {
-		panic("injected: storage client bug")
-	}
-	return f.File.ReadAt(b, off)
+	return faultio.PanickingTable(tbl, p.armed), nil
 }
 
 // TestPanicInAReadIsInternalAndTheServerGoesOn: a read that panics (in
