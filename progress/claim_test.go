@@ -2,10 +2,8 @@ package progress_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -127,26 +125,11 @@ func TestClaims(t *testing.T) {
 // progress acknowledged.
 func TestMigrateAddsAcked(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "owners.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`CREATE TABLE sluice_consumer_progress (
+	s := openOldStore(t, `CREATE TABLE sluice_consumer_progress (
 		table_name TEXT NOT NULL, consumer TEXT NOT NULL, snapshot_id BIGINT NOT NULL, commit_seq BIGINT NOT NULL,
 		timestamp_ms BIGINT NOT NULL, acked_at_ms BIGINT NOT NULL, owner TEXT NOT NULL DEFAULT '',
 		PRIMARY KEY (table_name, consumer))`,
-		`INSERT INTO sluice_consumer_progress VALUES ('a.t', 'c', 7, 1, 100, 1800000000000, 'alice')`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	s, err := progress.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		`INSERT INTO sluice_consumer_progress VALUES ('a.t', 'c', 7, 1, 100, 1800000000000, 'alice')`)
 	if got, err := s.Get(ctx, "a.t", "c"); err != nil || got.Snapshot != 7 || got.Owner != "alice" {
 		t.Fatalf("progress after the migration: %+v %v", got, err)
 	}

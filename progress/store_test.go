@@ -250,25 +250,10 @@ func TestSQLiteForms(t *testing.T) {
 // unowned.
 func TestMigrateAddsOwner(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`CREATE TABLE sluice_consumer_progress (
+	s := openOldStore(t, `CREATE TABLE sluice_consumer_progress (
 		table_name TEXT NOT NULL, consumer TEXT NOT NULL, snapshot_id BIGINT NOT NULL, commit_seq BIGINT NOT NULL,
 		timestamp_ms BIGINT NOT NULL, acked_at_ms BIGINT NOT NULL, PRIMARY KEY (table_name, consumer))`,
-		`INSERT INTO sluice_consumer_progress VALUES ('a.t', 'old', 7, 1, 100, 1800000000000)`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	s, err := progress.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		`INSERT INTO sluice_consumer_progress VALUES ('a.t', 'old', 7, 1, 100, 1800000000000)`)
 	got, err := s.Get(ctx, "a.t", "old")
 	if err != nil || got.Snapshot != 7 || got.Owner != "" {
 		t.Fatalf("old progress after the migration: %+v %v", got, err)
@@ -279,4 +264,28 @@ func TestMigrateAddsOwner(t *testing.T) {
 	if got, _ := s.Get(ctx, "a.t", "old"); got.Owner != "alice" {
 		t.Fatalf("adopted: %+v", got)
 	}
+}
+
+// openOldStore writes a SQLite store of an earlier layout with the given
+// statements and opens it with this version, which migrates it.
+func openOldStore(t *testing.T, statements ...string) *progress.Store {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range statements {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s, err := progress.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
