@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -69,25 +67,9 @@ func TestClientCancelFreesEverything(t *testing.T) {
 			} {
 				t.Run(tk, func(t *testing.T) {
 					baseline := goleak.IgnoreCurrent()
-					cctx, cancel := context.WithCancel(ctx)
-					stream, err := f.client.DoGet(cctx, &flight.Ticket{Ticket: []byte(tk)})
-					if err != nil {
-						t.Fatal(err)
-					}
-					rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(memory.NewGoAllocator()))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !rdr.Next() {
-						t.Fatalf("no first batch: %v", rdr.Err())
-					}
-					cancel()
-					for rdr.Next() {
-					}
-					if rdr.Err() == nil {
+					if err := f.cancelAfterFirstBatch(t, ctx, tk); err == nil {
 						t.Fatal("a cancelled stream ended without an error")
 					}
-					rdr.Release()
 					f.released(t, baseline)
 				})
 			}

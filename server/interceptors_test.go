@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/sluicefeed/sluice/server"
 )
 
@@ -49,22 +45,7 @@ func TestClientCancelIsLoggedAsCancelled(t *testing.T) {
 	f := startWith(t, 4, 3000, 100, nil, func(o *server.Options) { o.Logger = log })
 	tickets := []string{`{"table": "shop.orders"}`, `{"table": "shop.orders", "follow": true}`}
 	for _, tk := range tickets {
-		ctx, cancel := context.WithCancel(context.Background())
-		stream, err := f.client.DoGet(ctx, &flight.Ticket{Ticket: []byte(tk)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(memory.NewGoAllocator()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rdr.Next() {
-			t.Fatalf("no first batch: %v", rdr.Err())
-		}
-		cancel()
-		for rdr.Next() {
-		}
-		rdr.Release()
+		_ = f.cancelAfterFirstBatch(t, context.Background(), tk)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(logs.lines("call cancelled")) < len(tickets) {

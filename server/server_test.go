@@ -522,10 +522,13 @@ func TestActionsMatchControlService(t *testing.T) {
 	}
 }
 
-func TestClientCancelMidStream(t *testing.T) {
-	f := start(t, 4, 3000, 100)
-	ctx, cancel := context.WithCancel(context.Background())
-	stream, err := f.client.DoGet(ctx, &flight.Ticket{Ticket: []byte(`{"table": "shop.orders"}`)})
+// cancelAfterFirstBatch opens a DoGet of ticket, takes its first batch,
+// cancels the call and drains the reader; it returns how the reader ended.
+func (f *fixture) cancelAfterFirstBatch(t *testing.T, ctx context.Context, ticket string) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := f.client.DoGet(ctx, &flight.Ticket{Ticket: []byte(ticket)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,16 +536,21 @@ func TestClientCancelMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rdr.Release()
 	if !rdr.Next() {
 		t.Fatalf("no first batch: %v", rdr.Err())
 	}
 	cancel()
 	for rdr.Next() {
 	}
-	if rdr.Err() == nil {
+	return rdr.Err()
+}
+
+func TestClientCancelMidStream(t *testing.T) {
+	f := start(t, 4, 3000, 100)
+	if err := f.cancelAfterFirstBatch(t, context.Background(), `{"table": "shop.orders"}`); err == nil {
 		t.Fatal("a cancelled stream ended without an error")
 	}
-	rdr.Release()
 	// The fixture's cleanup asserts that the server released everything.
 }
 
