@@ -499,17 +499,7 @@ func TestStatusAndLineage(t *testing.T) {
 func TestExpiredHistory(t *testing.T) {
 	h := newHistory(t, 5, 3)
 	ctx := context.Background()
-	tx := h.tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(2), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := tx.Commit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := len(tbl.Metadata().Snapshots()); got != 2 {
-		t.Fatalf("%d snapshots retained, want 2", got)
-	}
+	h.expireOldest(t, 2)
 	eng := feed.New(h.cat, feed.Options{})
 	expiredParent := h.snapshots[2]
 

@@ -61,11 +61,7 @@ func rewriteMetadata(t *testing.T, tbl *table.Table, edit func(map[string]any)) 
 // iceberg-go's own ExpireSnapshots.
 func (h *history) expireOldest(t *testing.T, keep int) *table.Table {
 	t.Helper()
-	tx := h.tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(keep), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := tx.Commit(context.Background())
+	tbl, err := tablewrite.Expire(context.Background(), h.tbl, keep)
 	if err != nil {
 		t.Fatal(err)
 	}

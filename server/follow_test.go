@@ -23,6 +23,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+	"github.com/sluicefeed/sluice/internal/tablewrite"
 )
 
 // streamMeta is the app_metadata of a batch of a follow stream.
@@ -446,11 +447,7 @@ func TestSchemaChangeEndsFollowStream(t *testing.T) {
 // expire commits n appends and expires every snapshot but the last keep.
 func (f *fixture) expire(t *testing.T, keep int) {
 	t.Helper()
-	tx := f.tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(keep), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := tx.Commit(context.Background())
+	tbl, err := tablewrite.Expire(context.Background(), f.tbl, keep)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,6 +143,16 @@ func EqualityDelete(ctx context.Context, tbl *table.Table, keyCol string, keys, 
 	return tx.Commit(ctx)
 }
 
+// Expire expires, with iceberg-go's own ExpireSnapshots, every snapshot
+// of the table but the last keep, and returns the table after the commit.
+func Expire(ctx context.Context, tbl *table.Table, keep int) (*table.Table, error) {
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(keep), table.WithOlderThan(0)); err != nil {
+		return nil, err
+	}
+	return tx.Commit(ctx)
+}
+
 // LiveRows returns the live rows of the table's current snapshot whose
 // column keyCol holds one of keys, keyed by column name with JSON values
 // (timestamps as microseconds), so that they can be written again.
