@@ -22,10 +22,13 @@ func (p *PanicError) Unwrap() error { return ErrInternal }
 
 // guard runs fn, turning a panic into a *PanicError.
 func guard(fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
+	defer recoverTo(&err)
 	return fn()
+}
+
+// recoverTo, deferred, turns a panic into *err, a *PanicError.
+func recoverTo(err *error) {
+	if r := recover(); r != nil {
+		*err = &PanicError{Value: r, Stack: debug.Stack()}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"io/fs"
-	"runtime/debug"
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -23,13 +22,6 @@ func guardTable(tbl *table.Table) *table.Table {
 		return safeIO{fsys}, nil
 	}
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, nil)
-}
-
-// recoverTo turns a panic into *err, a *PanicError.
-func recoverTo(err *error) {
-	if r := recover(); r != nil {
-		*err = &PanicError{Value: r, Stack: debug.Stack()}
-	}
 }
 
 // safeIO is a read-only file IO that turns a panic of the IO it wraps into
