@@ -28,12 +28,10 @@ type changeSet struct {
 // identity, always meet in one partition.
 func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *rowFilter,
 	fold bool, emit func(arrow.RecordBatch) error) error {
-	scan := d.full
-	if d.narrow != nil && !sp.rewrites {
-		scan = d.narrow // carry-over compares whole rows; nothing else does
-	}
+	// Carry-over compares whole rows; nothing else does.
+	whole := sp.rewrites
 	if !sp.rewrites {
-		return d.eachFile(ctx, sp, scan, func(side int, rec arrow.RecordBatch) error {
+		return d.eachFile(ctx, sp, whole, func(side int, rec arrow.RecordBatch) error {
 			defer rec.Release()
 			if side != sideDeleted {
 				return fmt.Errorf("feed: snapshot %d inserts rows its plan says it cannot", sp.ID)
@@ -53,7 +51,7 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 	}()
 	rh := newRowHasher()
 	var hashCols []int
-	err := d.eachFile(ctx, sp, scan, func(side int, rec arrow.RecordBatch) error {
+	err := d.eachFile(ctx, sp, whole, func(side int, rec arrow.RecordBatch) error {
 		if part == nil {
 			part = newPartitioner(ctx, d.mem, d.spill, l, 0, rec.Schema(), rec.Schema())
 			hashCols = partitionColumns(rec.Schema(), p.Identity)

@@ -12,8 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
 )
 
 // Sides of the rows a snapshot's files yield.
@@ -27,19 +25,13 @@ const (
 // them for a file added or removed) and compares, batch by batch, the
 // positions live before and after the snapshot.
 type diffReader struct {
-	mem     memory.Allocator
-	fs      iceio.IO
-	full    *table.Scan // every column of the window's end schema
-	narrow  *table.Scan // the columns the changes need (nil: same as full)
-	deletes *deleteIndex
-	end     *iceberg.Schema
-	name    string
+	mem  memory.Allocator
+	src  fileSource
+	end  *iceberg.Schema
+	name string
 	// concurrency bounds the files read at once.
 	concurrency int
-	// mu guards footers.
-	mu      sync.Mutex
-	footers map[string]*footer
-	stats   *counters
+	stats       *counters
 	// spill and budget hold the rows of a snapshot that both deletes and
 	// inserts rows while its carry-over rows cancel and its update pairs
 	// form.
@@ -53,111 +45,9 @@ type diffReader struct {
 	budget *budget
 }
 
-func newDiffReader(ctx context.Context, e *Engine, p *Plan, spill *spillDir) (*diffReader, error) {
-	fsys, err := p.tbl.FS(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open storage of table %s: %w", p.Table, err)
-	}
-	scan := func(fields ...string) *table.Scan {
-		// Batches of 16Ki rows: without a batch size, iceberg-go decodes a
-		// row group's columns whole (hundreds of MiB for a large file).
-		return p.tbl.Scan(table.WithSnapshotID(*p.To), table.WithSelectedFields(fields...),
-			table.WithCaseSensitive(true), table.WithMaxConcurrency(1),
-			table.WithArrowBatchSize(min(e.opts.MaxBatchRows, 16<<10)))
-	}
-	mem := e.opts.Allocator
-	d := &diffReader{mem: mem, fs: fsys, full: scan("*"), deletes: newDeleteIndex(fsys, mem, p.Table), end: p.end,
-		name: p.Table, concurrency: max(1, e.opts.ReadConcurrency), footers: map[string]*footer{}, stats: &e.stats,
-		spill: spill, budget: e.budget}
-	if narrow := p.diffColumns(); len(narrow) < len(p.end.Fields()) {
-		d.narrow = scan(narrow...)
-	}
-	return d, nil
-}
-
-func (d *diffReader) close() {
-	d.full.Close()
-	if d.narrow != nil {
-		d.narrow.Close()
-	}
-}
-
-func (d *diffReader) footer(df iceberg.DataFile) (*footer, error) {
-	d.mu.Lock()
-	ft, ok := d.footers[df.FilePath()]
-	d.mu.Unlock()
-	if ok {
-		return ft, nil
-	}
-	ft, err := readFooter(d.fs, df)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	d.footers[df.FilePath()] = ft
-	d.mu.Unlock()
-	return ft, nil
-}
-
-// readBatches decodes a data file, or the row groups rgs of it (sorted;
-// nil: the whole file), without applying any delete, and hands each batch
-// to fn with the file position of its first row. fn takes over the batch.
-func (d *diffReader) readBatches(ctx context.Context, snapshot int64, fd fileDiff, rgs []int, ft *footer,
-	scan *table.Scan, fn func(rec arrow.RecordBatch, first int) error) error {
-	var tasks []table.FileScanTask
-	var runs []rowGroupRun
-	if rgs == nil {
-		tasks = []table.FileScanTask{{File: fd.file, Start: 0, Length: fd.file.FileSizeBytes(),
-			DataSequenceNumber: fd.seq, FirstRowID: fd.file.FirstRowID()}}
-		runs = []rowGroupRun{{pos: 0, rows: fd.file.Count()}}
-	} else {
-		runs = ft.runs(rgs)
-		for _, r := range runs {
-			tasks = append(tasks, table.FileScanTask{File: fd.file, Start: r.start, Length: r.length,
-				DataSequenceNumber: fd.seq, FirstRowID: fd.file.FirstRowID()})
-		}
-	}
-	what := "data file " + fd.file.FilePath()
-	_, records, err := scan.ReadTasks(ctx, tasks)
-	if err != nil {
-		return readError(d.name, snapshot, what, err)
-	}
-	run, inRun, rows := 0, int64(0), int64(0)
-	for rec, err := range records {
-		if err != nil {
-			return readError(d.name, snapshot, what, err)
-		}
-		for run < len(runs) && inRun == runs[run].rows {
-			run, inRun = run+1, 0
-		}
-		if run == len(runs) || inRun+rec.NumRows() > runs[run].rows {
-			rec.Release()
-			return fmt.Errorf("%w: data file %s: read more rows than its row groups hold", ErrUnreadable,
-				fd.file.FilePath())
-		}
-		first := int(runs[run].pos + inRun)
-		inRun += rec.NumRows()
-		rows += rec.NumRows()
-		if err := fn(rec, first); err != nil {
-			return err
-		}
-	}
-	want := int64(0)
-	for _, r := range runs {
-		want += r.rows
-	}
-	if rows != want {
-		return fmt.Errorf("%w: data file %s: read %d rows where its manifest entry and footer say %d",
-			ErrUnreadable, fd.file.FilePath(), rows, want)
-	}
-	d.stats.filesRead.Add(1)
-	d.stats.rowsDecoded.Add(rows)
-	if rgs != nil {
-		d.stats.rowGroupsRead.Add(int64(len(rgs)))
-	} else if ft != nil {
-		d.stats.rowGroupsRead.Add(int64(len(ft.rows)))
-	}
-	return nil
+func newDiffReader(e *Engine, p *Plan, src fileSource, spill *spillDir) *diffReader {
+	return &diffReader{mem: e.opts.Allocator, src: src, end: p.end, name: p.Table,
+		concurrency: max(1, e.opts.ReadConcurrency), stats: &e.stats, spill: spill, budget: e.budget}
 }
 
 // keyColumn resolves an equality field id to its column in decoded rows.
@@ -173,42 +63,33 @@ func (d *diffReader) keyColumn(rec arrow.RecordBatch) func(id int) (int, error) 
 
 // fileChanges reads one touched data file and hands its changed rows to
 // emit, batch by batch in file order: the rows live before the snapshot
-// and not after (sideDeleted), and the other way (sideInserted). emit
-// takes over each batch.
-func (d *diffReader) fileChanges(ctx context.Context, snapshot int64, fd fileDiff, scan *table.Scan,
+// and not after (sideDeleted), and the other way (sideInserted). whole
+// reads every column of the end schema. emit takes over each batch.
+func (d *diffReader) fileChanges(ctx context.Context, snapshot int64, fd fileDiff, whole bool,
 	emit func(side int, rec arrow.RecordBatch) error) error {
-	rows := int(fd.file.Count())
-	var before, after *fileDeletes
-	var err error
-	if fd.before != nil {
-		if before, err = d.deletes.forTask(ctx, fd.before, rows); err != nil {
-			return err
-		}
+	if fd.changes {
+		return d.src.changeRows(ctx, snapshot, fd, whole, emit)
 	}
-	if fd.after != nil {
-		if after, err = d.deletes.forTask(ctx, fd.after, rows); err != nil {
-			return err
-		}
+	before, after, err := d.src.deletes(ctx, fd)
+	if err != nil {
+		return err
 	}
 	var rgs []int
-	var ft *footer
 	if before != nil && after != nil {
 		// A file that stays: only rows whose deletes differ change. Read
 		// just the row groups that may hold them.
-		if ft, err = d.footer(fd.file); err != nil {
-			return readError(d.name, snapshot, "data file "+fd.file.FilePath(), err)
-		}
-		if rgs, err = d.candidates(ctx, fd, ft, before.positions, after.positions); err != nil {
-			return err
+		var total int
+		if rgs, total, err = d.src.candidates(ctx, fd, before, after); err != nil {
+			return readError(d.name, snapshot, "data file "+fd.path, err)
 		}
 		if len(rgs) == 0 {
 			return nil
 		}
-		if len(rgs) == len(ft.rows) {
+		if len(rgs) == total {
 			rgs = nil
 		}
 	}
-	return d.readBatches(ctx, snapshot, fd, rgs, ft, scan, func(rec arrow.RecordBatch, first int) error {
+	return d.src.batches(ctx, snapshot, fd, rgs, whole, func(rec arrow.RecordBatch, first int) error {
 		defer rec.Release()
 		keyCol := d.keyColumn(rec)
 		// A side's rows are live unless its deletes delete them; a side
@@ -247,12 +128,10 @@ func (d *diffReader) fileChanges(ctx context.Context, snapshot int64, fd fileDif
 	})
 }
 
-// candidates returns the row groups of a file that stays in which a row
-// may change live status: those holding a position that one side's
-// position deletes or deletion vector delete (before and after) and the
-// other's not, and those whose statistics may hold a key of an equality
-// delete file that applies on one side only.
-func (d *diffReader) candidates(ctx context.Context, fd fileDiff, ft *footer, before, after *roaring.Bitmap) ([]int, error) {
+// positionCandidates marks the row groups of a file (whose footer is ft)
+// holding a position that one side's position deletes delete and the
+// other's not.
+func positionCandidates(ft *footer, before, after *roaring.Bitmap) []bool {
 	cand := make([]bool, len(ft.rows))
 	changed := roaring.Xor(before, after).Iterator()
 	for changed.HasNext() {
@@ -265,65 +144,18 @@ func (d *diffReader) candidates(ctx context.Context, fd fileDiff, ft *footer, be
 			break
 		}
 	}
-	eqBefore := map[string]bool{}
-	for _, df := range fd.before.EqualityDeleteFiles {
-		eqBefore[df.FilePath()] = true
-	}
-	eqAfter := map[string]bool{}
-	for _, df := range fd.after.EqualityDeleteFiles {
-		eqAfter[df.FilePath()] = true
-	}
-	check := func(df iceberg.DataFile) error {
-		values, err := d.deletes.equalityValues(ctx, df)
-		if err != nil {
-			return err
-		}
-		fields := make([]iceberg.NestedField, len(df.EqualityFieldIDs()))
-		for i, id := range df.EqualityFieldIDs() {
-			f, ok := d.end.FindFieldByID(id)
-			if !ok {
-				return fmt.Errorf("%w: equality delete file %s deletes by field %d, which the window's end "+
-					"schema lacks", ErrUnsupported, df.FilePath(), id)
-			}
-			fields[i] = f
-		}
-		for i, f := range fields {
-			if !fileMayContain(fd.file, f, values[i]) {
-				return nil // no key of this file can be in the data file
-			}
-		}
-	groups:
-		for rg := range ft.rows {
-			for i, f := range fields {
-				if !ft.mayContain(rg, f, values[i]) {
-					continue groups
-				}
-			}
-			cand[rg] = true
-		}
-		return nil
-	}
-	for _, df := range fd.after.EqualityDeleteFiles {
-		if !eqBefore[df.FilePath()] {
-			if err := check(df); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for _, df := range fd.before.EqualityDeleteFiles {
-		if !eqAfter[df.FilePath()] {
-			if err := check(df); err != nil {
-				return nil, err
-			}
-		}
-	}
+	return cand
+}
+
+// chosen returns the indexes of the marked row groups.
+func chosen(cand []bool) []int {
 	var out []int
 	for rg, c := range cand {
 		if c {
 			out = append(out, rg)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // selectRows returns the rows of rec for which keep is true, or nil when
@@ -370,7 +202,7 @@ type fileItem struct {
 // file's batches in file order. A file read ahead of the one fn is taking
 // holds at most two batches, so memory stays bounded however large the
 // files. fn takes over each batch.
-func (d *diffReader) eachFile(ctx context.Context, sp SnapshotPlan, scan *table.Scan,
+func (d *diffReader) eachFile(ctx context.Context, sp SnapshotPlan, whole bool,
 	fn func(side int, rec arrow.RecordBatch) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -407,7 +239,7 @@ func (d *diffReader) eachFile(ctx context.Context, sp SnapshotPlan, scan *table.
 				}
 			}
 			err := guard(func() error {
-				return d.fileChanges(ctx, sp.ID, fd, scan, func(side int, rec arrow.RecordBatch) error {
+				return d.fileChanges(ctx, sp.ID, fd, whole, func(side int, rec arrow.RecordBatch) error {
 					return send(fileItem{side: side, rec: rec})
 				})
 			})

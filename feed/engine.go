@@ -165,18 +165,31 @@ type TableInfo struct {
 	CommitSeq       int64  `json:"commit_seq"`
 }
 
+// load loads a table through the catalog's format-aware Load when it has
+// one, else as an Iceberg table.
+func (e *Engine) load(ctx context.Context, name string) (Table, error) {
+	if ft, ok := e.tables.(FormatTables); ok {
+		return ft.Load(ctx, name)
+	}
+	tbl, err := e.tables.LoadTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return IcebergTable(tbl), nil
+}
+
 // Status returns the table's current commit position: cheap enough to poll.
 func (e *Engine) Status(ctx context.Context, name string) (TableStatus, error) {
-	tbl, err := e.tables.LoadTable(ctx, name)
+	tbl, err := e.load(ctx, name)
 	if err != nil {
 		return TableStatus{}, err
 	}
-	return status(name, tbl.Metadata()), nil
+	return status(name, tbl), nil
 }
 
-func status(name string, meta table.Metadata) TableStatus {
+func status(name string, tbl Table) TableStatus {
 	st := TableStatus{Table: name}
-	lineage := Lineage(meta, nil)
+	lineage := tbl.history(nil).Snapshots
 	if len(lineage) > 0 {
 		cur := lineage[len(lineage)-1]
 		st.CommitSeq, st.Snapshot, st.TimestampMs = cur.CommitSeq, &cur.ID, cur.TimestampMs
@@ -186,21 +199,21 @@ func status(name string, meta table.Metadata) TableStatus {
 
 // Snapshots returns the lineage of the table's main branch, oldest first.
 func (e *Engine) Snapshots(ctx context.Context, name string) ([]Snapshot, error) {
-	tbl, err := e.tables.LoadTable(ctx, name)
+	tbl, err := e.load(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return Lineage(tbl.Metadata(), nil), nil
+	return tbl.history(nil).Snapshots, nil
 }
 
 // History returns the retained lineage of the table's main branch, oldest
 // first, with what the metadata tells of its expired part.
 func (e *Engine) History(ctx context.Context, name string) (History, error) {
-	tbl, err := e.tables.LoadTable(ctx, name)
+	tbl, err := e.load(ctx, name)
 	if err != nil {
 		return History{}, err
 	}
-	return historyOf(tbl.Metadata(), nil), nil
+	return tbl.history(nil), nil
 }
 
 // TableError is a table that a listing left out, and why.
@@ -226,7 +239,7 @@ func (e *Engine) ListTables(ctx context.Context, allow func(name string) bool) (
 		if allow != nil && !allow(name) {
 			continue
 		}
-		tbl, err := e.tables.LoadTable(ctx, name)
+		tbl, err := e.load(ctx, name)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
@@ -234,9 +247,8 @@ func (e *Engine) ListTables(ctx context.Context, allow func(name string) bool) (
 			skipped = append(skipped, TableError{Table: name, Err: err})
 			continue
 		}
-		meta := tbl.Metadata()
-		st := status(name, meta)
-		tables = append(tables, TableInfo{Name: name, Format: "iceberg", FormatVersion: meta.Version(),
+		st := status(name, tbl)
+		tables = append(tables, TableInfo{Name: name, Format: tbl.Format(), FormatVersion: tbl.FormatVersion(),
 			CurrentSnapshot: st.Snapshot, CommitSeq: st.CommitSeq})
 	}
 	if len(tables) == 0 && len(skipped) > 0 {

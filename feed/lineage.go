@@ -261,8 +261,8 @@ type window struct {
 
 // resolveWindow resolves and validates the request's window against the
 // table's metadata.
-func resolveWindow(name string, meta table.Metadata, req Request) (window, error) {
-	main := historyOf(meta, nil)
+func resolveWindow(name string, tbl Table, req Request) (window, error) {
+	main := tbl.history(nil)
 
 	// The end of the window.
 	var head *int64
@@ -270,7 +270,7 @@ func resolveWindow(name string, meta table.Metadata, req Request) (window, error
 	case req.ToSnapshot != nil && *req.ToSnapshot == NoSnapshot:
 		// The empty state before the first snapshot.
 	case req.ToSnapshot != nil:
-		if meta.SnapshotByID(*req.ToSnapshot) == nil {
+		if !tbl.hasSnapshot(*req.ToSnapshot) {
 			if main.KnownExpired(*req.ToSnapshot) {
 				return window{}, fmt.Errorf("%w: to_snapshot %d of table %s has expired%s",
 					ErrResyncRequired, *req.ToSnapshot, name, main.EarliestHint())
@@ -306,7 +306,7 @@ func resolveWindow(name string, meta table.Metadata, req Request) (window, error
 		}
 		return window{}, nil
 	}
-	hist := historyOf(meta, head)
+	hist := tbl.history(head)
 	lineage := hist.Snapshots
 	w := window{to: &lineage[len(lineage)-1]}
 
@@ -323,8 +323,8 @@ func resolveWindow(name string, meta table.Metadata, req Request) (window, error
 			// An expired start that is still the parent of the oldest
 			// retained ancestor: Iceberg accepts it as an exclusive start.
 			w.snapshots = lineage
-		case meta.SnapshotByID(from) != nil:
-			if slices.ContainsFunc(historyOf(meta, &from).Snapshots, func(s Snapshot) bool { return s.ID == w.to.ID }) {
+		case tbl.hasSnapshot(from):
+			if slices.ContainsFunc(tbl.history(&from).Snapshots, func(s Snapshot) bool { return s.ID == w.to.ID }) {
 				return window{}, fmt.Errorf("%w: from_snapshot %d comes after to_snapshot %d on the lineage of "+
 					"table %s: swap them", ErrNotAncestor, from, w.to.ID, name)
 			}

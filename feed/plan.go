@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 )
 
 // Strategies a snapshot's plan can take.
@@ -59,6 +58,8 @@ const (
 // times and always yields the same changes.
 type Plan struct {
 	Table string `json:"table"`
+	// Format is the table's format (FormatIceberg, FormatDelta).
+	Format string `json:"format"`
 	// From is the exclusive start snapshot; nil for the start of history.
 	From *int64 `json:"from_snapshot"`
 	// To is the inclusive end snapshot; nil for a table without snapshots.
@@ -83,7 +84,7 @@ type Plan struct {
 	BytesRead        int64 `json:"bytes_read"`
 	RecordsRead      int64 `json:"records_read"`
 
-	tbl         *table.Table
+	tbl         Table
 	end         *iceberg.Schema // the schema of the window's end
 	schema      *arrow.Schema   // the output schema
 	scanFields  []string        // the columns the scan decodes
@@ -109,8 +110,9 @@ type SnapshotPlan struct {
 	BytesRead        int64      `json:"bytes_read"`
 	RecordsRead      int64      `json:"records_read"`
 
-	// tasks are the added data files of an append snapshot.
-	tasks []table.FileScanTask
+	// appended are the added data files of an append snapshot, whose rows
+	// are all inserts.
+	appended liveFiles
 	// diffs are the data files whose live rows the snapshot changed, for
 	// the other strategies; rewrites is true when the snapshot may both
 	// delete rows and insert rows (copy-on-write carry-over, and a
@@ -151,7 +153,7 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 			return nil, err
 		}
 	}
-	planner, err := newSnapshotPlanner(ctx, p.tbl, req.Table, prune, e.cache)
+	planner, err := p.tbl.planner(ctx, p, prune, e.cache)
 	if err != nil {
 		return nil, err
 	}
@@ -188,27 +190,22 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 	if err != nil {
 		return nil, window{}, err
 	}
-	tbl, err := e.tables.LoadTable(ctx, req.Table)
+	tbl, err := e.load(ctx, req.Table)
 	if err != nil {
 		return nil, window{}, err
 	}
-	tbl = guardTable(tbl)
-	meta := tbl.Metadata()
-	w, err := resolveWindow(req.Table, meta, req)
+	w, err := resolveWindow(req.Table, tbl, req)
 	if err != nil {
 		return nil, window{}, err
 	}
-	p := &Plan{Table: req.Table, From: w.from, Snapshots: []SnapshotPlan{}, tbl: tbl}
+	p := &Plan{Table: req.Table, Format: tbl.Format(), From: w.from, Snapshots: []SnapshotPlan{}, tbl: tbl}
 	if w.to != nil {
 		to := w.to.ID
 		p.To = &to
 	}
-	end := meta.CurrentSchema()
-	if w.to != nil {
-		if end = schemaByID(meta, w.to.SchemaID); end == nil {
-			return nil, window{}, fmt.Errorf("%w: snapshot %d of table %s refers to schema %d, which the metadata lacks",
-				ErrUnsupported, w.to.ID, req.Table, w.to.SchemaID)
-		}
+	end, err := tbl.schemaOf(w.to)
+	if err != nil {
+		return nil, window{}, fmt.Errorf("table %s: %w", req.Table, err)
 	}
 	p.end = end
 	if err := p.resolveColumns(end, req); err != nil {
@@ -268,16 +265,9 @@ func (p *Plan) diffColumns() []string {
 	}
 	for _, sp := range p.Snapshots {
 		for _, fd := range sp.diffs {
-			for _, t := range []*table.FileScanTask{fd.before, fd.after} {
-				if t == nil {
-					continue
-				}
-				for _, df := range t.EqualityDeleteFiles {
-					for _, id := range df.EqualityFieldIDs() {
-						if name, ok := p.end.FindColumnName(id); ok {
-							add(strings.SplitN(name, ".", 2)[0])
-						}
-					}
+			for _, id := range fd.keyFields {
+				if name, ok := p.end.FindColumnName(id); ok {
+					add(strings.SplitN(name, ".", 2)[0])
 				}
 			}
 		}
@@ -369,11 +359,11 @@ func readError(name string, snapshot int64, what string, err error) error {
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
-func schemaByID(meta table.Metadata, id int) *iceberg.Schema {
-	for _, s := range meta.Schemas() {
-		if s.ID == id {
-			return s
-		}
+// appendedCount is the number of appended files (or file ranges) the
+// snapshot's read decodes.
+func (sp SnapshotPlan) appendedCount() int {
+	if sp.appended == nil {
+		return 0
 	}
-	return nil
+	return sp.appended.count()
 }

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/table"
 )
 
 // Read streams the plan's changes, snapshot by snapshot in lineage order.
@@ -50,21 +48,14 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 		ctx, cancel := context.WithCancel(compute.WithAllocator(ctx, e.opts.Allocator))
 		defer cancel()
 
-		var scan *table.Scan
+		var src fileSource
 		if p.To != nil {
-			opts := []table.ScanOption{
-				table.WithSnapshotID(*p.To),
-				table.WithSelectedFields(p.scanFields...),
-				table.WithCaseSensitive(true),
-				table.WithMaxConcurrency(e.opts.ReadConcurrency),
-				table.WithArrowBatchSize(min(e.opts.MaxBatchRows, 16<<10)),
+			var err error
+			if src, err = p.tbl.files(ctx, e, p); err != nil {
+				yield(Batch{}, err)
+				return
 			}
-			// No row filter here: iceberg-go v0.7.0's scan filter drops
-			// matching rows (seen with "small >= 60" on a nullable int column
-			// of a partitioned table; TestOracle's filter cases catch it);
-			// the engine filters rows itself, with SQL's logic.
-			scan = p.tbl.Scan(opts...)
-			defer scan.Close()
+			defer src.close()
 		}
 
 		var rf *rowFilter
@@ -78,19 +69,14 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 		var diffs *diffReader
 		for _, sp := range p.Snapshots {
 			if sp.diffs != nil {
-				var err error
 				spill := newSpillDir(e.opts.SpillDir, e.opts.Allocator, &e.stats)
 				defer func() { _ = spill.close() }() // best effort: a temporary directory
-				if diffs, err = newDiffReader(ctx, e, p, spill); err != nil {
-					yield(Batch{}, err)
-					return
-				}
-				defer diffs.close()
+				diffs = newDiffReader(e, p, src, spill)
 				break
 			}
 		}
 
-		ahead := &readAhead{e: e, p: p, scan: scan, diffs: diffs, rf: rf, fold: fold}
+		ahead := &readAhead{e: e, p: p, src: src, diffs: diffs, rf: rf, fold: fold}
 		defer ahead.stop(cancel)
 		for i := range p.Snapshots {
 			ahead.fill(ctx, i)
@@ -115,7 +101,7 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 type readAhead struct {
 	e     *Engine
 	p     *Plan
-	scan  *table.Scan
+	src   fileSource
 	diffs *diffReader
 	rf    *rowFilter
 	fold  bool
@@ -142,7 +128,7 @@ type batchOrErr struct {
 
 // weight is the number of data files a snapshot's read decodes at once.
 func (r *readAhead) weight(sp SnapshotPlan) int {
-	return max(1, min(len(sp.tasks)+len(sp.diffs), r.e.opts.ReadConcurrency))
+	return max(1, min(sp.appendedCount()+len(sp.diffs), r.e.opts.ReadConcurrency))
 }
 
 // fill starts the reads of snapshot i (which the consumer wants next) and of
@@ -184,7 +170,7 @@ func (r *readAhead) start(ctx context.Context, sp SnapshotPlan, w int) {
 			}
 		}
 		err := guard(func() error {
-			r.e.readSnapshot(ctx, r.scan, r.diffs, r.rf, st.asm, r.p, sp, r.fold, send)
+			r.e.readSnapshot(ctx, r.src, r.diffs, r.rf, st.asm, r.p, sp, r.fold, send)
 			return nil
 		})
 		if err != nil {
@@ -222,9 +208,8 @@ func (r *readAhead) stop(cancel context.CancelFunc) {
 // readSnapshot streams one snapshot's changes, holding back one batch so
 // that the last can be marked complete. It returns false when the sequence
 // must stop (the consumer stopped, or an error was yielded).
-func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diffReader, rf *rowFilter,
+func (e *Engine) readSnapshot(ctx context.Context, src fileSource, diffs *diffReader, rf *rowFilter,
 	asm *assembler, p *Plan, sp SnapshotPlan, fold bool, yield func(Batch, error) bool) bool {
-	name := p.Table
 	var pending arrow.RecordBatch
 	flush := func(complete bool) bool {
 		if pending == nil {
@@ -269,15 +254,11 @@ func (e *Engine) readSnapshot(ctx context.Context, scan *table.Scan, diffs *diff
 			return fail(err)
 		}
 	}
-	if len(sp.tasks) > 0 {
+	if sp.appendedCount() > 0 {
 		e.stats.filesRead.Add(int64(len(sp.Files)))
-		_, records, err := scan.ReadTasks(ctx, sp.tasks)
-		if err != nil {
-			return fail(readError(name, sp.ID, e.whichFile(ctx, p, sp.tasks, err), err))
-		}
-		for rec, err := range records {
+		for rec, err := range src.live(ctx, sp.ID, sp.appended) {
 			if err != nil {
-				return fail(readError(name, sp.ID, e.whichFile(ctx, p, sp.tasks, err), err))
+				return fail(err)
 			}
 			if rf != nil {
 				// SQL's logic: a null compares as unknown, which no insert
@@ -340,26 +321,4 @@ func keepMatching(ctx context.Context, mem memory.Allocator, rf *rowFilter, rec 
 	mask := b.NewArray()
 	defer mask.Release()
 	return compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
-}
-
-// whichFile names, for an error reading several data files at once, the
-// file at fault: the first whose footer cannot be read, else all of them.
-func (e *Engine) whichFile(ctx context.Context, p *Plan, tasks []table.FileScanTask, err error) string {
-	if len(tasks) == 1 {
-		return "data file " + tasks[0].File.FilePath()
-	}
-	if ctx.Err() == nil && !isNotExist(err) {
-		if fsys, ferr := p.tbl.FS(ctx); ferr == nil {
-			for _, t := range tasks {
-				if _, ferr := readFooter(fsys, t.File); ferr != nil {
-					return "data file " + t.File.FilePath()
-				}
-			}
-		}
-	}
-	paths := make([]string, len(tasks))
-	for i, t := range tasks {
-		paths[i] = t.File.FilePath()
-	}
-	return "one of the data files " + strings.Join(paths, ", ")
 }

@@ -12,16 +12,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// fileDiff is one data file whose live rows a snapshot changed: the file
-// with the delete files that apply to it before the snapshot (nil when the
-// file did not exist then) and after it (nil when the snapshot removed it).
-type fileDiff struct {
-	file   iceberg.DataFile
-	seq    *int64
-	before *table.FileScanTask
-	after  *table.FileScanTask
-}
-
 // ownChanges is what a snapshot's own manifest entries say it did.
 type ownChanges struct {
 	addedData, removedData       []iceberg.DataFile
@@ -105,7 +95,7 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 			return
 		}
 		seen[path] = true
-		fd := fileDiff{before: before[path], after: after[path]}
+		fd := icebergDiff{before: before[path], after: after[path]}
 		switch {
 		case fd.after != nil:
 			fd.file, fd.seq = fd.after.File, fd.after.DataSequenceNumber
@@ -114,7 +104,7 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 		default:
 			return
 		}
-		out.diffs = append(out.diffs, fd)
+		out.diffs = append(out.diffs, newFileDiff(fd))
 		out.addFile(fd.file, role)
 	}
 	// Deletes before inserts: files that lose rows first, new files last.
@@ -156,7 +146,7 @@ func (sp *snapshotPlanner) planAppended(out *SnapshotPlan, df iceberg.DataFile, 
 	task := table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes(), FirstRowID: df.FirstRowID(),
 		DataSequenceNumber: seq}
 	if sp.prune == nil || df.FileFormat() != iceberg.ParquetFile {
-		out.tasks = append(out.tasks, task)
+		out.appendTasks(task)
 		out.addFile(df, RoleAdded)
 		return nil
 	}
@@ -182,15 +172,21 @@ func (sp *snapshotPlanner) planAppended(out *SnapshotPlan, df iceberg.DataFile, 
 	}
 	out.addFile(df, RoleAdded)
 	if len(keep) == len(ft.rows) {
-		out.tasks = append(out.tasks, task)
+		out.appendTasks(task)
 		return nil
 	}
 	for _, r := range ft.runs(keep) {
 		t := task
 		t.Start, t.Length = r.start, r.length
-		out.tasks = append(out.tasks, t)
+		out.appendTasks(t)
 	}
 	return nil
+}
+
+// appendTasks adds tasks to the snapshot's appended files.
+func (out *SnapshotPlan) appendTasks(tasks ...table.FileScanTask) {
+	ts, _ := out.appended.(icebergTasks)
+	out.appended = append(ts, tasks...)
 }
 
 func (out *SnapshotPlan) addFile(df iceberg.DataFile, role string) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/iceberg-go/table"
 )
 
 // StatePlan is a pinned read of a table's full state at one snapshot: its
@@ -30,7 +29,7 @@ type StatePlan struct {
 	RecordsRead int64 `json:"records_read"`
 
 	p     *Plan
-	tasks []table.FileScanTask
+	files liveFiles
 }
 
 // Schema returns the output schema of the state's batches: the same
@@ -72,29 +71,13 @@ func (e *Engine) PlanState(ctx context.Context, req Request) (*StatePlan, error)
 	}
 	sp := &StatePlan{Table: req.Table, Snapshot: *w.to, Columns: p.Columns, Identity: p.Identity,
 		Filter: p.Filter, p: p}
-	scan := e.stateScan(p)
-	defer scan.Close()
-	tasks, err := scan.PlanFiles(ctx)
+	files, err := p.tbl.planState(ctx, e, p, sp.Snapshot)
 	if err != nil {
-		return nil, readError(req.Table, sp.Snapshot.ID, "manifests", err)
+		return nil, err
 	}
-	sp.tasks = tasks
-	for _, t := range tasks {
-		sp.FilesRead++
-		sp.BytesRead += t.Length
-		sp.RecordsRead += t.File.Count()
-	}
+	sp.files = files
+	sp.FilesRead, sp.BytesRead, sp.RecordsRead = files.size()
 	return sp, nil
-}
-
-func (e *Engine) stateScan(p *Plan) *table.Scan {
-	return p.tbl.Scan(
-		table.WithSnapshotID(*p.To),
-		table.WithSelectedFields(p.scanFields...),
-		table.WithCaseSensitive(true),
-		table.WithMaxConcurrency(e.opts.ReadConcurrency),
-		table.WithArrowBatchSize(e.opts.MaxBatchRows),
-	)
 }
 
 // ReadState streams the live rows of the state plan's snapshot as insert
@@ -132,17 +115,16 @@ func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, 
 		fail := func(err error) {
 			yield(Batch{}, err)
 		}
-		if len(sp.tasks) > 0 {
-			scan := e.stateScan(p)
-			defer scan.Close()
-			_, records, err := scan.ReadTasks(ctx, sp.tasks)
+		if sp.files.count() > 0 {
+			src, err := p.tbl.files(ctx, e, p)
 			if err != nil {
-				fail(readError(sp.Table, sp.Snapshot.ID, "a data file", err))
+				fail(err)
 				return
 			}
-			for rec, err := range records {
+			defer src.close()
+			for rec, err := range src.live(ctx, sp.Snapshot.ID, sp.files) {
 				if err != nil {
-					fail(readError(sp.Table, sp.Snapshot.ID, "a data file", err))
+					fail(err)
 					return
 				}
 				if rf != nil {
@@ -178,3 +160,4 @@ func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, 
 		flush(true)
 	})
 }
+
