@@ -160,4 +160,3 @@ func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, 
 		flush(true)
 	})
 }
-
