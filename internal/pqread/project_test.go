@@ -129,21 +129,29 @@ func TestReadNested(t *testing.T) {
 	}
 }
 
+// withoutMetadata is fs without field metadata, at every depth.
 func withoutMetadata(fs []arrow.Field) []arrow.Field {
 	out := slices.Clone(fs)
 	for i := range out {
 		out[i].Metadata = arrow.Metadata{}
-		switch t := out[i].Type.(type) {
-		case *arrow.StructType:
-			out[i].Type = arrow.StructOf(withoutMetadata(t.Fields())...)
-		case *arrow.ListType:
-			ef := withoutMetadata([]arrow.Field{t.ElemField()})[0]
-			out[i].Type = arrow.ListOfField(ef)
-		case *arrow.MapType:
-			out[i].Type = arrow.MapOf(t.KeyType(), t.ItemType())
-		}
+		out[i].Type = typeWithoutMetadata(out[i].Type)
 	}
 	return out
+}
+
+func typeWithoutMetadata(dt arrow.DataType) arrow.DataType {
+	one := func(f arrow.Field) arrow.Field { return withoutMetadata([]arrow.Field{f})[0] }
+	switch t := dt.(type) {
+	case *arrow.StructType:
+		return arrow.StructOf(withoutMetadata(t.Fields())...)
+	case *arrow.MapType:
+		return arrow.MapOfFields(one(t.KeyField()), one(t.ItemField()))
+	case *arrow.ListType:
+		return arrow.ListOfField(one(t.ElemField()))
+	case *arrow.LargeListType:
+		return arrow.LargeListOfField(one(t.ElemField()))
+	}
+	return dt
 }
 
 func TestReadNestedErrors(t *testing.T) {
