@@ -411,13 +411,15 @@ class History:
                            "ids": [r["id"] for r in rows]},
                  lambda: write_deltalake(self.path, self.batch(rows, extra=col), mode="append",
                                          schema_mode="merge"))
-        self.extra_cols.append(col)
+        if self.statements[-1]["version"] is not None:
+            self.extra_cols.append(col)
 
     def op_add_column_alter(self):
         col = "note%d" % (len(self.extra_cols) + 1)
         self.run("alter.add_columns", {"field": col, "type": "string"},
                  lambda: self.table().alter.add_columns(Field(col, PrimitiveType("string"), nullable=True)))
-        self.extra_cols.append(col)
+        if self.statements[-1]["version"] is not None:
+            self.extra_cols.append(col)
 
     def op_restore(self):
         cur = self.version()
@@ -473,18 +475,19 @@ class History:
                (self.op_restore, 1), (self.op_checkpoint, 1), (self.op_compact_logs, 1), (self.op_cleanup, 1)]
         once = {self.op_vacuum, self.op_cleanup, self.op_restore, self.op_overwrite}
         used = set()
-        for _ in range(n):
+        # Seeds not divisible by 3 vacuum (retention 0) two thirds of the way
+        # through, unless they drew a vacuum that deleted files before: the
+        # versions before it stay in the log but lose their files.
+        vacuum_at = n * 2 // 3 if self.seed % 3 != 0 else None
+        for i in range(n):
+            if i == vacuum_at and not any(s["operation"] == "VACUUM END" for s in self.snapshots):
+                self.op_vacuum()
             choices = [(f, w) for f, w in ops if not (f in once and f in used)]
             if len(self.extra_cols) >= 2:
                 choices = [(f, w) for f, w in choices if f not in (self.op_add_column_merge, self.op_add_column_alter)]
             f = self.rng.choices([f for f, _ in choices], [w for _, w in choices])[0]
             used.add(f)
             f()
-        # Every history ends with a vacuum of removed files unless one
-        # deleted files before (a vacuum with nothing to delete commits nothing):
-        # that is what makes older versions unreadable.
-        if not any(s["operation"] == "VACUUM END" for s in self.snapshots):
-            self.op_vacuum()
         # Which versions can still be read now that vacuum (and perhaps
         # cleanup_metadata) ran.
         for s in self.snapshots:
