@@ -482,6 +482,7 @@ class History:
         for i in range(n):
             if i == vacuum_at and not any(s["operation"] == "VACUUM END" for s in self.snapshots):
                 self.op_vacuum()
+                used.add(self.op_vacuum)
             choices = [(f, w) for f, w in ops if not (f in once and f in used)]
             if len(self.extra_cols) >= 2:
                 choices = [(f, w) for f, w in choices if f not in (self.op_add_column_merge, self.op_add_column_alter)]
