@@ -1,0 +1,177 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// Commit is the content of one commit file: the actions of one version.
+type Commit struct {
+	Version        int64
+	Adds           []*Add
+	Removes        []*Remove
+	CDCs           []*CDC
+	Metadata       *Metadata
+	Protocol       *Protocol
+	CommitInfo     *CommitInfo
+	DomainMetadata []*DomainMetadata
+	// ModTime is the commit file's modification time.
+	ModTime time.Time
+}
+
+// TimestampMs returns the commit's time in milliseconds since the epoch:
+// commitInfo's inCommitTimestamp when present, else commitInfo's
+// timestamp, else the commit file's modification time.
+func (c *Commit) TimestampMs() int64 {
+	if ci := c.CommitInfo; ci != nil {
+		if ci.InCommitTimestamp != nil {
+			return *ci.InCommitTimestamp
+		}
+		if ci.Timestamp != nil {
+			return *ci.Timestamp
+		}
+	}
+	return c.ModTime.UnixMilli()
+}
+
+// Commit returns the actions of version's commit file. It fails with
+// ErrVersionNotFound for a version beyond the latest one, with
+// ErrLogCleaned for a version older than the oldest commit file retained,
+// and with ErrCorrupt for a missing commit between retained ones or a
+// malformed file.
+func (t *Table) Commit(ctx context.Context, version int64) (*Commit, error) {
+	if version < 0 {
+		return nil, fmt.Errorf("%w: table %q, version %d", ErrVersionNotFound, t.name, version)
+	}
+	c, err := t.commit(ctx, version)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return c, err
+	}
+	l, lerr := t.list(ctx)
+	if lerr != nil {
+		return nil, lerr
+	}
+	latest, oldest := l.latest(), l.oldestCommit()
+	switch {
+	case version > latest:
+		return nil, fmt.Errorf("%w: table %q, version %d: the latest version is %d",
+			ErrVersionNotFound, t.name, version, latest)
+	case oldest < 0 || version < oldest:
+		return nil, fmt.Errorf("%w: table %q, version %d: commit %s was removed by log cleanup; the oldest commit retained is %d; %s",
+			ErrLogCleaned, t.name, version, commitFile(version), oldest, l.readable())
+	case l.hasCommits(version, version):
+		return t.commit(ctx, version) // written since the first attempt
+	}
+	return nil, fmt.Errorf("%w: table %q, version %d: commit %s is missing (the log holds commits %d to %d)",
+		ErrCorrupt, t.name, version, commitFile(version), oldest, latest)
+}
+
+// commit returns version's commit, from the cache or its file. An error
+// wrapping fs.ErrNotExist means there is no such file.
+func (t *Table) commit(ctx context.Context, version int64) (*Commit, error) {
+	if c, ok := t.commits.Get(version); ok {
+		return c, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name := commitFile(version)
+	f, err := t.fsys.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("table %q, version %d: %w", t.name, version, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("table %q, version %d: %s: %w", t.name, version, name, err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("table %q, version %d: %s: %w", t.name, version, name, err)
+	}
+	c, err := parseCommit(version, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: table %q, version %d: %s %w", ErrCorrupt, t.name, version, name, err)
+	}
+	c.ModTime = info.ModTime()
+	t.commits.Add(version, c)
+	return c, nil
+}
+
+// parseCommit parses the content of version's commit file: one JSON action
+// per line. Blank lines and unknown actions are ignored; a line that is not
+// a JSON object, or a file action without a path, is an error naming the
+// line.
+func parseCommit(version int64, data []byte) (*Commit, error) {
+	c := &Commit{Version: version}
+	err := parseActions(data, func(line int, a *Action) error {
+		switch {
+		case a.Add != nil && a.Add.Path == "",
+			a.Remove != nil && a.Remove.Path == "",
+			a.CDC != nil && a.CDC.Path == "":
+			return fmt.Errorf("line %d: file action without a path", line)
+		}
+		if a.Add != nil {
+			c.Adds = append(c.Adds, a.Add)
+		}
+		if a.Remove != nil {
+			c.Removes = append(c.Removes, a.Remove)
+		}
+		if a.CDC != nil {
+			c.CDCs = append(c.CDCs, a.CDC)
+		}
+		if a.MetaData != nil {
+			c.Metadata = a.MetaData
+		}
+		if a.Protocol != nil {
+			c.Protocol = a.Protocol
+		}
+		if a.CommitInfo != nil {
+			c.CommitInfo = a.CommitInfo
+		}
+		if a.DomainMetadata != nil {
+			c.DomainMetadata = append(c.DomainMetadata, a.DomainMetadata)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseActions calls fn with each action of newline-delimited JSON (a
+// commit file or a JSON V2 checkpoint) and its 1-based line number. Blank
+// lines are skipped; a line that is not a JSON object is an error naming
+// the line.
+func parseActions(data []byte, fn func(line int, a *Action) error) error {
+	for line := 1; len(data) > 0; line++ {
+		var l []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			l, data = data, nil
+		}
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		if l[0] != '{' {
+			return fmt.Errorf("line %d: not a JSON object", line)
+		}
+		var a Action
+		if err := json.Unmarshal(l, &a); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		if err := fn(line, &a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
