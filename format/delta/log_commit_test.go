@@ -92,16 +92,14 @@ func TestCommitTimestampFallback(t *testing.T) {
 		want int64
 	}{
 		{&CommitInfo{}, when.UnixMilli()},
-		{&CommitInfo{Timestamp: ptr(int64(5))}, 5},
-		{&CommitInfo{Timestamp: ptr(int64(5)), InCommitTimestamp: ptr(int64(7))}, 7},
+		{&CommitInfo{Timestamp: new(int64(5))}, 5},
+		{&CommitInfo{Timestamp: new(int64(5)), InCommitTimestamp: new(int64(7))}, 7},
 	} {
 		if got := (&Commit{ModTime: when, CommitInfo: tc.ci}).TimestampMs(); got != tc.want {
 			t.Errorf("TimestampMs with %+v = %d, want %d", tc.ci, got, tc.want)
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func TestCommitErrors(t *testing.T) {
 	ctx := context.Background()
