@@ -144,19 +144,10 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 	if s, ok := t.snapshots.Get(version); ok {
 		return s, nil
 	}
-	p, _, err := t.Metadata(ctx, version)
-	if err != nil {
-		return nil, err
-	}
-	if why := unsupportedProtocol(p); why != "" {
-		return nil, fmt.Errorf("%w: table %q, version %d: %s", ErrUnsupportedFeature, t.name, version, why)
-	}
-	from := t.cachedSnapshotBefore(version, incrementalLimit)
-	if from != nil {
+	if from := t.cachedSnapshotBefore(version, incrementalLimit); from != nil {
 		s, err := t.rollForward(ctx, newReplay(from), from.Version, version)
 		if err == nil {
-			t.snapshots.Add(version, s)
-			return s, nil
+			return t.keepSnapshot(s)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -170,8 +161,17 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Refuse an unsupported protocol before reading the files, whose
+	// meaning the protocol may have changed.
+	p, _, err := t.metadataFrom(ctx, version, cp)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.checkSnapshotProtocol(version, p); err != nil {
+		return nil, err
+	}
 	var s *Snapshot
-	if from = t.cachedSnapshotBefore(version, -1); from != nil && (cp == nil || from.Version >= cp.version) {
+	if from := t.cachedSnapshotBefore(version, -1); from != nil && (cp == nil || from.Version >= cp.version) {
 		s, err = t.rollForward(ctx, newReplay(from), from.Version, version)
 	} else {
 		s, err = t.replayFromCheckpoint(ctx, cp, version)
@@ -179,8 +179,24 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 	if err != nil {
 		return nil, err
 	}
-	t.snapshots.Add(version, s)
+	return t.keepSnapshot(s)
+}
+
+// keepSnapshot caches s, or fails when Sluice cannot read its protocol.
+func (t *Table) keepSnapshot(s *Snapshot) (*Snapshot, error) {
+	if err := t.checkSnapshotProtocol(s.Version, s.Protocol); err != nil {
+		return nil, err
+	}
+	t.snapshots.Add(s.Version, s)
+	t.metadata.Add(s.Version, protocolMetadata{protocol: s.Protocol, metadata: s.Metadata})
 	return s, nil
+}
+
+func (t *Table) checkSnapshotProtocol(version int64, p Protocol) error {
+	if why := unsupportedProtocol(p); why != "" {
+		return fmt.Errorf("%w: table %q, version %d: %s", ErrUnsupportedFeature, t.name, version, why)
+	}
+	return nil
 }
 
 // replayFromCheckpoint rebuilds the state at version from checkpoint cp

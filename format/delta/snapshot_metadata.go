@@ -42,6 +42,18 @@ func (t *Table) Metadata(ctx context.Context, version int64) (Protocol, Metadata
 	if err != nil {
 		return Protocol{}, Metadata{}, err
 	}
+	return t.metadataFrom(ctx, version, cp)
+}
+
+// metadataFrom returns the protocol and metadata at version, whose state
+// is rebuilt from checkpoint cp (nil: from the first commit): the latest
+// ones in the commits after cp, else cp's.
+func (t *Table) metadataFrom(ctx context.Context, version int64, cp *checkpoint) (Protocol, Metadata, error) {
+	if pm, ok := t.metadata.Get(version); ok {
+		return pm.protocol, pm.metadata, nil
+	}
+	var p *Protocol
+	var m *Metadata
 	stop := int64(-1)
 	if cp != nil {
 		stop = cp.version
