@@ -54,7 +54,7 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 	err := d.eachFile(ctx, sp, whole, func(side int, rec arrow.RecordBatch) error {
 		if part == nil {
 			part = newPartitioner(ctx, d.mem, d.spill, l, 0, rec.Schema(), rec.Schema())
-			hashCols = partitionColumns(rec.Schema(), p.Identity)
+			hashCols = partitionColumns(rec.Schema(), pairingKey(p, sp))
 		}
 		return part.add(side, rec, rh.hashes(rec, hashCols))
 	})
@@ -122,7 +122,7 @@ func (d *diffReader) emitChanges(ctx context.Context, asm *assembler, p *Plan, s
 			return err
 		}
 	}
-	rows, err := orderChanges(cs, dels, ins, identityColumns(cs, p.Identity), fold)
+	rows, err := orderChanges(cs, dels, ins, identityColumns(cs, pairingKey(p, sp)), fold)
 	if err != nil {
 		return err
 	}
@@ -387,6 +387,16 @@ func globalIndex(batches []arrow.RecordBatch, list []rowRef) []int {
 		out[i] = offsets[ref.b] + int(ref.r)
 	}
 	return out
+}
+
+// pairingKey names the columns by which a snapshot's deleted and inserted
+// rows pair up as updates: the request's identity, else the pair column of
+// a format that records its update pairs (sp.pairKey).
+func pairingKey(p *Plan, sp SnapshotPlan) []string {
+	if len(p.Identity) == 0 && sp.pairKey != "" {
+		return []string{sp.pairKey}
+	}
+	return p.Identity
 }
 
 // identityColumns finds the identity columns in the changed rows.

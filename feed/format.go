@@ -47,7 +47,7 @@ type Table interface {
 	hasSnapshot(id int64) bool
 	// schemaOf returns the logical schema of commit s (nil: the table's
 	// current schema).
-	schemaOf(s *Snapshot) (*iceberg.Schema, error)
+	schemaOf(ctx context.Context, s *Snapshot) (*iceberg.Schema, error)
 	// planner plans the commits of the window of plan p.
 	planner(ctx context.Context, p *Plan, prune *pruner, cache *planCache) (commitPlanner, error)
 	// files opens the file readers of plan p's reads.

@@ -29,7 +29,7 @@ func (t *icebergTable) history(head *int64) History { return historyOf(t.meta, h
 
 func (t *icebergTable) hasSnapshot(id int64) bool { return t.meta.SnapshotByID(id) != nil }
 
-func (t *icebergTable) schemaOf(s *Snapshot) (*iceberg.Schema, error) {
+func (t *icebergTable) schemaOf(_ context.Context, s *Snapshot) (*iceberg.Schema, error) {
 	if s == nil {
 		return t.meta.CurrentSchema(), nil
 	}

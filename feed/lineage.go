@@ -138,6 +138,11 @@ type History struct {
 	expiredIDs map[int64]bool
 	// version is the table's format version.
 	version int
+	// timeOrdered is set when commit times grow along the lineage, as Delta
+	// versions' do: a start time before the retained history then starts
+	// at the earliest start, as Delta's startingTimestamp does, when the
+	// oldest retained commit can be read.
+	timeOrdered bool
 }
 
 // historyOf returns the retained lineage of head (nil: the main branch's
@@ -345,6 +350,12 @@ func resolveWindow(name string, tbl Table, req Request) (window, error) {
 			i = len(lineage)
 		}
 		if i == 0 && hist.Expired {
+			if p := lineage[0].ParentID; hist.timeOrdered && p != nil {
+				from := *p
+				w.from = &from
+				w.snapshots = lineage
+				break
+			}
 			return window{}, fmt.Errorf("%w: from_timestamp_ms %d is before the retained history of table %s%s",
 				ErrResyncRequired, *req.FromTimestampMs, name, hist.EarliestHint())
 		}

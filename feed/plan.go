@@ -102,6 +102,9 @@ type SnapshotPlan struct {
 	Snapshot
 	// Strategy names how the changes are computed (StrategyAppend, ...).
 	Strategy string `json:"strategy"`
+	// Reason says why the strategy was chosen ("" when the strategy says
+	// it all).
+	Reason string `json:"reason,omitempty"`
 	// Files are the files read.
 	Files            []FilePlan `json:"files"`
 	FilesSkipped     int64      `json:"files_skipped"`
@@ -120,6 +123,11 @@ type SnapshotPlan struct {
 	// unchanged), so that rows re-written unchanged must cancel.
 	diffs    []fileDiff
 	rewrites bool
+	// pairKey, when set, is a column the file source adds to the changed
+	// rows it reads: the writer's own pairing of update pre- and
+	// post-images (equal values pair up; nulls never do). It pairs updates
+	// when the request names no identity.
+	pairKey string
 }
 
 // FilePlan is one file a snapshot's plan reads.
@@ -203,7 +211,7 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 		to := w.to.ID
 		p.To = &to
 	}
-	end, err := tbl.schemaOf(w.to)
+	end, err := tbl.schemaOf(ctx, w.to)
 	if err != nil {
 		return nil, window{}, fmt.Errorf("table %s: %w", req.Table, err)
 	}

@@ -1,0 +1,436 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/internal/pqread"
+)
+
+// changeTypeColumn is the column of Delta change data files that says what
+// each row is.
+const changeTypeColumn = "_change_type"
+
+// deltaFiles reads the data files of a Delta plan with the engine's own
+// Parquet reader: columns by physical name or field id (column mapping),
+// partition values as constants, deletion vectors applied by the engine.
+type deltaFiles struct {
+	src       *DeltaSource
+	name      string
+	mem       memory.Allocator
+	end       *iceberg.Schema
+	schema    *deltaSchema
+	stats     *counters
+	batchRows int
+	// scan holds the plan's scan columns, full every column of the end
+	// schema, narrow the columns the changes need.
+	scan, full, narrow *deltaTarget
+
+	// mu guards dvs and metas.
+	mu    sync.Mutex
+	dvs   map[string]*roaring.Bitmap
+	metas map[string]*pqread.Meta
+}
+
+// deltaTarget is a set of columns a read decodes: the Arrow schema of its
+// batches, and where each column comes from (before partition values).
+type deltaTarget struct {
+	schema  *arrow.Schema
+	columns []pqread.Column
+	// partition has, for each partition column of the target, its
+	// physical name and Delta type; nil elsewhere.
+	partition []*delta.StructField
+}
+
+func newDeltaFiles(ctx context.Context, e *Engine, p *Plan, src *DeltaSource) (*deltaFiles, error) {
+	sc, err := src.schema(ctx, *p.To)
+	if err != nil {
+		return nil, err
+	}
+	f := &deltaFiles{src: src, name: p.Table, mem: e.opts.Allocator, end: p.end, schema: sc, stats: &e.stats,
+		batchRows: min(e.opts.MaxBatchRows, pqread.DefaultBatchRows), dvs: map[string]*roaring.Bitmap{},
+		metas: map[string]*pqread.Meta{}}
+	all := topLevelNames(p.end)
+	if f.full, err = f.target(all); err != nil {
+		return nil, err
+	}
+	if f.scan, err = f.target(p.scanFields); err != nil {
+		return nil, err
+	}
+	if f.narrow, err = f.target(p.diffColumns()); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// target prepares the read of the given top-level columns of the end
+// schema.
+func (f *deltaFiles) target(cols []string) (*deltaTarget, error) {
+	if len(cols) == 1 && cols[0] == "*" {
+		cols = topLevelNames(f.end)
+	}
+	sub, err := f.end.Select(true, cols...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnknownColumn, err)
+	}
+	sch, err := table.SchemaToArrowSchema(sub, nil, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot convert the schema of table %s to Arrow: %v", ErrUnsupported, f.name, err)
+	}
+	t := &deltaTarget{schema: sch, columns: make([]pqread.Column, sch.NumFields()),
+		partition: make([]*delta.StructField, sch.NumFields())}
+	for i, af := range sch.Fields() {
+		sf, ok := f.schema.fields[af.Name]
+		if !ok {
+			return nil, fmt.Errorf("%w: column %q of table %s is not in its Delta schema", ErrInternal, af.Name, f.name)
+		}
+		if f.schema.partition[af.Name] {
+			t.partition[i] = &sf
+			continue
+		}
+		t.columns[i] = columnOf(sf, af.Type, f.schema.mode)
+	}
+	return t, nil
+}
+
+// columnOf says where a Delta field's values are in its data files: by
+// field id (column mapping mode id), physical name (mode name) or name,
+// recursively for the fields of structs.
+func columnOf(sf delta.StructField, at arrow.DataType, mode delta.ColumnMappingMode) pqread.Column {
+	var c pqread.Column
+	if id, ok := sf.FieldID(); ok && mode == delta.MappingID {
+		c.FieldID = &id
+	} else {
+		c.Name = sf.PhysicalName(mode)
+	}
+	c.Children = childColumns(sf.Type, at, mode)
+	return c
+}
+
+// childColumns maps the nested parts of a Delta type onto an Arrow type.
+func childColumns(dt delta.DataType, at arrow.DataType, mode delta.ColumnMappingMode) []pqread.Column {
+	switch t := dt.(type) {
+	case *delta.StructType:
+		st, ok := at.(*arrow.StructType)
+		if !ok {
+			return nil
+		}
+		out := make([]pqread.Column, st.NumFields())
+		for i, af := range st.Fields() {
+			for _, sf := range t.Fields {
+				if sf.Name == af.Name {
+					out[i] = columnOf(sf, af.Type, mode)
+				}
+			}
+		}
+		return out
+	case *delta.ArrayType:
+		lt, ok := at.(arrow.ListLikeType)
+		if !ok {
+			return nil
+		}
+		return []pqread.Column{{Children: childColumns(t.ElementType, lt.Elem(), mode)}}
+	case *delta.MapType:
+		mt, ok := at.(*arrow.MapType)
+		if !ok {
+			return nil
+		}
+		return []pqread.Column{{Children: childColumns(t.KeyType, mt.KeyType(), mode)},
+			{Children: childColumns(t.ValueType, mt.ItemType(), mode)}}
+	}
+	return nil
+}
+
+func (f *deltaFiles) close() {}
+
+// read decodes file's rows groups rgs (nil: all) into the target's
+// columns, with the file's partition values, and hands each batch to fn.
+func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t *deltaTarget, extra []pqread.Column,
+	extraFields []arrow.Field, rgs []int, fn func(rec arrow.RecordBatch, first int64) error) error {
+	what := "data file " + file.path
+	cols := append([]pqread.Column(nil), t.columns...)
+	for i, sf := range t.partition {
+		if sf == nil {
+			continue
+		}
+		phys := sf.PhysicalName(f.schema.mode)
+		v, err := delta.PartitionValue(file.partition[phys], sf.Type)
+		if err != nil {
+			return fmt.Errorf("%w: snapshot %d of table %s: %s: partition column %q: %w", ErrUnreadable, snapshot,
+				f.name, what, sf.Name, err)
+		}
+		cols[i] = pqread.Column{Constant: v}
+	}
+	target := t.schema
+	if len(extra) > 0 {
+		cols = append(cols, extra...)
+		target = arrow.NewSchema(append(append([]arrow.Field(nil), t.schema.Fields()...), extraFields...), nil)
+	}
+	r, closeFile, err := f.open(file)
+	if err != nil {
+		return readError(f.name, snapshot, what, err)
+	}
+	defer closeFile()
+	meta, err := f.meta(file, r)
+	if err != nil {
+		return readError(f.name, snapshot, what, err)
+	}
+	rows := int64(0)
+	err = pqread.Read(ctx, r, target, cols, pqread.Options{Allocator: f.mem, BatchRows: f.batchRows,
+		RowGroups: rgs, Meta: meta, Path: file.path}, func(rec arrow.RecordBatch, first int64) error {
+		rows += rec.NumRows()
+		return fn(rec, first)
+	})
+	if err != nil {
+		return readError(f.name, snapshot, what, err)
+	}
+	f.stats.filesRead.Add(1)
+	f.stats.rowsDecoded.Add(rows)
+	if rgs != nil {
+		f.stats.rowGroupsRead.Add(int64(len(rgs)))
+	} else {
+		f.stats.rowGroupsRead.Add(int64(len(meta.RowGroups)))
+	}
+	return nil
+}
+
+// open opens a file of the table for reading.
+func (f *deltaFiles) open(file deltaFile) (parquet.ReaderAtSeeker, func(), error) {
+	p, err := f.src.log.FilePath(file.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	fh, err := f.src.fsys.Open(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, ok := fh.(parquet.ReaderAtSeeker)
+	if !ok {
+		_ = fh.Close()
+		return nil, nil, fmt.Errorf("%w: the storage of table %s cannot read %s at random offsets", ErrInternal,
+			f.name, p)
+	}
+	return r, func() { _ = fh.Close() }, nil
+}
+
+// meta returns a file's footer, read once per plan read.
+func (f *deltaFiles) meta(file deltaFile, r parquet.ReaderAtSeeker) (*pqread.Meta, error) {
+	f.mu.Lock()
+	m, ok := f.metas[file.path]
+	f.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err := pqread.Footer(r)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.metas[file.path] = m
+	f.mu.Unlock()
+	return m, nil
+}
+
+// dv returns the rows a deletion vector deletes (an empty bitmap for nil).
+// The bitmap is shared: callers must not modify it.
+func (f *deltaFiles) dv(snapshot int64, path string, dv *delta.DeletionVector) (*roaring.Bitmap, error) {
+	if dv == nil {
+		return roaring.New(), nil
+	}
+	key := dv.StorageType + "/" + dv.PathOrInlineDv
+	if dv.Offset != nil {
+		key = fmt.Sprintf("%s@%d", key, *dv.Offset)
+	}
+	f.mu.Lock()
+	bm, ok := f.dvs[key]
+	f.mu.Unlock()
+	if ok {
+		return bm, nil
+	}
+	bm, err := delta.ReadDeletionVector(f.src.fsys, dv)
+	if err != nil {
+		return nil, readError(f.name, snapshot, "the deletion vector of data file "+path, err)
+	}
+	f.mu.Lock()
+	f.dvs[key] = bm
+	f.mu.Unlock()
+	return bm, nil
+}
+
+func (f *deltaFiles) live(ctx context.Context, snapshot int64, files liveFiles) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		stopped := false
+		for _, file := range files.(deltaLive) {
+			deleted, err := f.dv(snapshot, file.path, file.dv)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			err = f.read(ctx, snapshot, file, f.scan, nil, nil, nil, func(rec arrow.RecordBatch, first int64) error {
+				if !deleted.IsEmpty() {
+					kept, err := selectRows(ctx, f.mem, rec, func(r int) bool {
+						return !deleted.Contains(uint32(first + int64(r)))
+					})
+					rec.Release()
+					if err != nil || kept == nil {
+						return err
+					}
+					rec = kept
+				}
+				if !yield(rec, nil) {
+					stopped = true
+					return errStop
+				}
+				return nil
+			})
+			if stopped {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+		}
+	}
+}
+
+func (f *deltaFiles) deletes(_ context.Context, fd fileDiff) (before, after *fileDeletes, err error) {
+	d := fd.src.(deltaDiff)
+	if d.inBefore {
+		bm, err := f.dv(0, d.file.path, d.dvBefore)
+		if err != nil {
+			return nil, nil, err
+		}
+		before = &fileDeletes{positions: bm}
+	}
+	if d.inAfter {
+		bm, err := f.dv(0, d.file.path, d.dvAfter)
+		if err != nil {
+			return nil, nil, err
+		}
+		after = &fileDeletes{positions: bm}
+	}
+	return before, after, nil
+}
+
+func (f *deltaFiles) candidates(_ context.Context, fd fileDiff, before, after *fileDeletes) ([]int, int, error) {
+	d := fd.src.(deltaDiff)
+	r, closeFile, err := f.open(d.file)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer closeFile()
+	m, err := f.meta(d.file, r)
+	if err != nil {
+		return nil, 0, err
+	}
+	ft := &footer{}
+	for _, rg := range m.RowGroups {
+		ft.rows = append(ft.rows, rg.Rows)
+		ft.first = append(ft.first, rg.First)
+	}
+	return chosen(positionCandidates(ft, before.positions, after.positions)), len(ft.rows), nil
+}
+
+func (f *deltaFiles) batches(ctx context.Context, snapshot int64, fd fileDiff, rgs []int, whole bool,
+	fn func(rec arrow.RecordBatch, first int) error) error {
+	t := f.narrow
+	if whole {
+		t = f.full
+	}
+	return f.read(ctx, snapshot, fd.src.(deltaDiff).file, t, nil, nil, rgs,
+		func(rec arrow.RecordBatch, first int64) error { return fn(rec, int(first)) })
+}
+
+// changeSide maps a change data file's _change_type to the side of the
+// change, and whether it is one image of an update: the standard values,
+// and the update_pre/update_post some writers write.
+var changeSide = map[string]struct {
+	side   int
+	update bool
+}{
+	"insert": {sideInserted, false}, "update_postimage": {sideInserted, true}, "update_post": {sideInserted, true},
+	"delete": {sideDeleted, false}, "update_preimage": {sideDeleted, true}, "update_pre": {sideDeleted, true},
+}
+
+// pairColumn is the column added to the rows of change data files that
+// pairs update images: the k-th pre-image of a file pairs with its k-th
+// post-image (writers write them in the same order: Delta's Spark writer
+// side by side, delta-rs as two runs of the updated rows). Inserts and
+// deletes have none. With identity columns, those pair updates instead.
+const pairColumn = "__sluice_update_pair"
+
+func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff, whole bool,
+	emit func(side int, rec arrow.RecordBatch) error) error {
+	t := f.narrow
+	if whole {
+		t = f.full
+	}
+	file := fd.src.(deltaFile)
+	n := t.schema.NumFields()
+	// Pair values are unique to the file: its ordinal in the commit, then
+	// the update's.
+	base, pre, post := int64(file.ordinal)<<32, int64(0), int64(0)
+	extra := []pqread.Column{{Name: changeTypeColumn}}
+	extraFields := []arrow.Field{{Name: changeTypeColumn, Type: arrow.BinaryTypes.String, Nullable: true}}
+	return f.read(ctx, snapshot, file, t, extra, extraFields, nil, func(rec arrow.RecordBatch, _ int64) error {
+		defer rec.Release()
+		kinds, ok := rec.Column(n).(*array.String)
+		if !ok {
+			return fmt.Errorf("%w: snapshot %d of table %s: change data file %s: %s is not a string column",
+				ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn)
+		}
+		sides := make([]int, rec.NumRows())
+		pairs := array.NewInt64Builder(f.mem)
+		defer pairs.Release()
+		for i := range sides {
+			kind, ok := changeSide[kinds.Value(i)]
+			if !ok || kinds.IsNull(i) {
+				return fmt.Errorf("%w: snapshot %d of table %s: change data file %s: unknown %s %q",
+					ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn, kinds.Value(i))
+			}
+			sides[i] = kind.side
+			switch {
+			case !kind.update:
+				pairs.AppendNull()
+			case kind.side == sideDeleted:
+				pairs.Append(base + pre)
+				pre++
+			default:
+				pairs.Append(base + post)
+				post++
+			}
+		}
+		pairArr := pairs.NewArray()
+		defer pairArr.Release()
+		fields := append(append([]arrow.Field(nil), t.schema.Fields()...),
+			arrow.Field{Name: pairColumn, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+		cols := append(append([]arrow.Array(nil), rec.Columns()[:n]...), pairArr)
+		data := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+		defer data.Release()
+		for _, side := range []int{sideDeleted, sideInserted} {
+			out, err := selectRows(ctx, f.mem, data, func(r int) bool { return sides[r] == side })
+			if err != nil {
+				return err
+			}
+			if out == nil {
+				continue
+			}
+			if err := emit(side, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

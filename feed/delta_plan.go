@@ -1,0 +1,310 @@
+package feed
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/sluicefeed/sluice/format/delta"
+)
+
+// Strategies of Delta commits (SnapshotPlan.Strategy).
+const (
+	// StrategyDeltaCDCFiles reads the change data files a commit wrote
+	// (cdc actions): their rows are its changes.
+	StrategyDeltaCDCFiles = "delta-cdc-files"
+	// StrategyDeltaAdd reads the files a commit added, without deletion
+	// vectors and without removing any: every row is an insert.
+	StrategyDeltaAdd = "delta-add"
+	// StrategyDeltaDVDiff reads the files whose deletion vector a commit
+	// changed (an add and a remove of the same path): the rows the new
+	// vector deletes and the old one did not are deletes, the other way
+	// inserts.
+	StrategyDeltaDVDiff = "delta-dv-diff"
+	// StrategyDeltaAddRemove reads the files a commit removed and added
+	// (dataChange=true): the rows live before in removed files are deletes,
+	// the rows of added files inserts, and rows re-written unchanged cancel.
+	StrategyDeltaAddRemove = "delta-add-remove"
+	// StrategyNoDataChange marks a commit that changes no row (OPTIMIZE,
+	// REORG, metadata and protocol changes): nothing is read.
+	StrategyNoDataChange = "no-data-change"
+)
+
+// ContentChangeData is the content of a Delta change data file in a plan.
+const ContentChangeData = "change_data"
+
+// deltaSchema is a Delta schema prepared for the engine.
+type deltaSchema struct {
+	logical *iceberg.Schema
+	fields  map[string]delta.StructField // by logical name
+	mode    delta.ColumnMappingMode
+	// partition are the partition columns' logical names.
+	partition map[string]bool
+}
+
+// schema returns the schema of version v, after checking that Sluice can
+// read the table's protocol at v.
+func (s *DeltaSource) schema(ctx context.Context, v int64) (*deltaSchema, error) {
+	p, m, err := s.log.Metadata(ctx, v)
+	if err != nil {
+		return nil, deltaError(s.name, err)
+	}
+	if err := delta.CheckProtocol(p); err != nil {
+		return nil, fmt.Errorf("%w: version %d: %w", ErrUnsupported, v, err)
+	}
+	key := fmt.Sprint(mappingSupported(p)) + "\x00" + m.SchemaString + "\x00" +
+		m.Configuration["delta.columnMapping.mode"] + "\x00" +
+		strings.Join(m.PartitionColumns, "\x00")
+	s.mu.Lock()
+	sc, ok := s.schemas[key]
+	s.mu.Unlock()
+	if ok {
+		return sc, nil
+	}
+	st, err := delta.ParseSchema(m.SchemaString)
+	if err != nil {
+		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
+	}
+	mode, err := delta.MappingMode(m.Configuration)
+	if err != nil {
+		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
+	}
+	if !mappingSupported(p) {
+		// The protocol has readers honour the mode only when the table's
+		// protocol has the columnMapping feature.
+		mode = delta.MappingNone
+	}
+	logical, err := delta.ToIceberg(st, mode)
+	if err != nil {
+		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
+	}
+	sc = &deltaSchema{logical: logical, fields: map[string]delta.StructField{}, mode: mode,
+		partition: map[string]bool{}}
+	for _, f := range st.Fields {
+		sc.fields[f.Name] = f
+	}
+	for _, c := range m.PartitionColumns {
+		sc.partition[c] = true
+	}
+	s.mu.Lock()
+	s.schemas[key] = sc
+	s.mu.Unlock()
+	return sc, nil
+}
+
+// mappingSupported reports whether a protocol has the columnMapping
+// feature: reader version 2, or 3 with the feature listed.
+func mappingSupported(p delta.Protocol) bool {
+	switch {
+	case p.MinReaderVersion == 2:
+		return true
+	case p.MinReaderVersion >= 3:
+		return slices.Contains(p.ReaderFeatures, "columnMapping")
+	}
+	return false
+}
+
+// deltaFile is a Delta data file (or change data file) a read decodes.
+type deltaFile struct {
+	path      string
+	partition map[string]*string
+	dv        *delta.DeletionVector
+	size      int64
+	rows      int64 // -1: unknown
+	// ordinal is the file's place among its commit's change data files.
+	ordinal int
+}
+
+// deltaDiff is a Delta data file whose live rows a commit changed: its
+// deletion vectors before and after (set when the file is present on that
+// side; a nil vector deletes nothing).
+type deltaDiff struct {
+	file              deltaFile
+	inBefore, inAfter bool
+	dvBefore, dvAfter *delta.DeletionVector
+}
+
+// deltaLive are Delta files whose every row not deleted by their deletion
+// vector a read streams.
+type deltaLive []deltaFile
+
+func (ls deltaLive) count() int { return len(ls) }
+
+func (ls deltaLive) size() (files, bytes, records int64) {
+	for _, f := range ls {
+		files++
+		bytes += f.size
+		records += max(f.rows, 0)
+	}
+	return files, bytes, records
+}
+
+// recordCount returns numRecords of an add's statistics, -1 when absent.
+func recordCount(stats string) int64 {
+	if stats == "" {
+		return -1
+	}
+	var st struct {
+		NumRecords *int64 `json:"numRecords"`
+	}
+	if json.Unmarshal([]byte(stats), &st) != nil || st.NumRecords == nil {
+		return -1
+	}
+	return *st.NumRecords
+}
+
+// deltaPlanner plans the versions of a window of a Delta table.
+type deltaPlanner struct {
+	src  *DeltaSource
+	name string
+}
+
+func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, error) {
+	out := SnapshotPlan{Snapshot: s, Files: []FilePlan{}}
+	if _, err := dp.src.schema(ctx, s.ID); err != nil {
+		return out, err
+	}
+	c, err := dp.src.log.Commit(ctx, s.ID)
+	if err != nil {
+		return out, deltaError(dp.name, err)
+	}
+	if len(c.CDCs) > 0 {
+		out.Strategy = StrategyDeltaCDCFiles
+		out.Reason = fmt.Sprintf("the commit wrote %d change data files (cdc actions): their rows are its changes",
+			len(c.CDCs))
+		for i, cdc := range c.CDCs {
+			f := deltaFile{path: cdc.Path, partition: cdc.PartitionValues, size: cdc.Size, rows: -1, ordinal: i}
+			out.diffs = append(out.diffs, fileDiff{path: cdc.Path, rows: -1, changes: true, src: f})
+			out.Files = append(out.Files, FilePlan{Path: cdc.Path, Content: ContentChangeData, Role: RoleAdded,
+				RecordCount: -1, FileSizeBytes: cdc.Size})
+			out.BytesRead += cdc.Size
+		}
+		out.rewrites = true
+		out.pairKey = pairColumn
+		return out, nil
+	}
+
+	var adds []*delta.Add
+	var removes []*delta.Remove
+	for _, a := range c.Adds {
+		if a.DataChange {
+			adds = append(adds, a)
+		}
+	}
+	for _, r := range c.Removes {
+		if r.DataChange {
+			removes = append(removes, r)
+		}
+	}
+	if len(adds) == 0 && len(removes) == 0 {
+		out.Strategy = StrategyNoDataChange
+		out.Reason = "no add or remove action with dataChange=true"
+		if len(c.Adds)+len(c.Removes) > 0 {
+			out.Reason = fmt.Sprintf("its %d add and %d remove actions all have dataChange=false (%s): "+
+				"files were rewritten, no row changed", len(c.Adds), len(c.Removes), orUnknown(s.Operation))
+		}
+		return out, nil
+	}
+	withDV := slices.ContainsFunc(adds, func(a *delta.Add) bool { return a.DeletionVector != nil })
+	if len(removes) == 0 && !withDV {
+		out.Strategy = StrategyDeltaAdd
+		out.Reason = fmt.Sprintf("the commit only added %d files", len(adds))
+		var files deltaLive
+		for _, a := range adds {
+			f := deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}
+			files = append(files, f)
+			out.addDeltaFile(f, RoleAdded)
+		}
+		out.appended = files
+		return out, nil
+	}
+
+	added := map[string]*delta.Add{}
+	for _, a := range adds {
+		added[a.Path] = a
+	}
+	var parent map[string]*delta.Add // the state before, for removes without partition values
+	pairs := 0
+	for _, r := range removes {
+		d := deltaDiff{inBefore: true, dvBefore: r.DeletionVector}
+		d.file = deltaFile{path: r.Path, partition: r.PartitionValues, rows: -1}
+		if r.Size != nil {
+			d.file.size = *r.Size
+		}
+		if r.Stats != "" {
+			d.file.rows = recordCount(r.Stats)
+		}
+		if a, ok := added[r.Path]; ok {
+			d.inAfter, d.dvAfter = true, a.DeletionVector
+			d.file.partition, d.file.size, d.file.rows = a.PartitionValues, a.Size, recordCount(a.Stats)
+			delete(added, r.Path)
+			pairs++
+		} else if d.file.partition == nil {
+			if parent == nil {
+				if parent, err = dp.parentFiles(ctx, s.ID); err != nil {
+					return out, err
+				}
+			}
+			if a, ok := parent[r.Path]; ok {
+				d.file.partition = a.PartitionValues
+			}
+		}
+		role := RoleRemoved
+		if d.inAfter {
+			role = RoleDeletes
+		}
+		out.diffs = append(out.diffs, fileDiff{path: r.Path, rows: d.file.rows, src: d})
+		out.addDeltaFile(d.file, role)
+	}
+	for _, a := range adds {
+		if _, ok := added[a.Path]; !ok {
+			continue // paired with its remove
+		}
+		d := deltaDiff{inAfter: true, dvAfter: a.DeletionVector,
+			file: deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}}
+		out.diffs = append(out.diffs, fileDiff{path: a.Path, rows: d.file.rows, src: d})
+		out.addDeltaFile(d.file, RoleAdded)
+	}
+	out.rewrites = len(adds) > 0
+	if pairs == len(removes) && pairs == len(adds) {
+		out.Strategy = StrategyDeltaDVDiff
+		out.Reason = fmt.Sprintf("the commit changed the deletion vectors of %d files (an add and a remove of "+
+			"each path): rows newly deleted are deletes, rows restored inserts", pairs)
+	} else {
+		out.Strategy = StrategyDeltaAddRemove
+		out.Reason = fmt.Sprintf("no change data files: changes derived from %d removed and %d added files "+
+			"(dataChange=true), rows re-written unchanged cancel", len(removes), len(adds))
+	}
+	return out, nil
+}
+
+// parentFiles returns the live files of the version before v, by path.
+func (dp *deltaPlanner) parentFiles(ctx context.Context, v int64) (map[string]*delta.Add, error) {
+	snap, err := dp.src.log.Snapshot(ctx, v-1)
+	if err != nil {
+		return nil, deltaError(dp.name, err)
+	}
+	out := make(map[string]*delta.Add, len(snap.Files))
+	for _, a := range snap.Files {
+		out[a.Path] = a
+	}
+	return out, nil
+}
+
+func (out *SnapshotPlan) addDeltaFile(f deltaFile, role string) {
+	out.Files = append(out.Files, FilePlan{Path: f.path, Content: ContentData, Role: role, RecordCount: f.rows,
+		FileSizeBytes: f.size})
+	out.BytesRead += f.size
+	out.RecordsRead += max(f.rows, 0)
+}
+
+func orUnknown(op string) string {
+	if op == "" {
+		return "operation not recorded"
+	}
+	return op
+}
