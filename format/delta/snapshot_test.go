@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -421,4 +422,33 @@ func writeLog(t *testing.T, commits [][]string) string {
 		mustWrite(t, logPath(dir, fmt.Sprintf("%020d.json", v)), strings.Join(lines, "\n")+"\n")
 	}
 	return dir
+}
+
+// ExampleTable_Snapshot reads a table whose commits before its checkpoint
+// at version 3 were removed by log cleanup.
+func ExampleTable_Snapshot() {
+	ctx := context.Background()
+	tbl, err := Open(ctx, os.DirFS("../../testdata/delta/checkpoint-cdf-table"), "checkpoint-cdf-table")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	vs, err := tbl.Versions(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("latest", vs.Latest, "earliest start", vs.EarliestStart)
+	s, err := tbl.Snapshot(ctx, vs.Latest)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(s.Files), "files, partitioned by", s.Metadata.PartitionColumns)
+	_, err = tbl.Snapshot(ctx, 2)
+	fmt.Println("version 2 cleaned up:", errors.Is(err, ErrLogCleaned))
+	// Output:
+	// latest 5 earliest start 3
+	// 13 files, partitioned by [birthday]
+	// version 2 cleaned up: true
 }
