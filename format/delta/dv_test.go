@@ -1,13 +1,9 @@
 package delta
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"os"
@@ -17,15 +13,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
-
-// fixtures is the repository's copy of the shared Delta test tables.
-const fixtures = "../../testdata/delta"
 
 // serializeArray serializes bitmaps as a RoaringBitmapArray with the
 // portable 64-bit format, as Delta writers do.
@@ -51,158 +40,6 @@ func dvFileOf(vectors ...[]byte) ([]byte, []int32) {
 		file = binary.BigEndian.AppendUint32(file, crc32.ChecksumIEEE(v))
 	}
 	return file, offsets
-}
-
-// logDVs returns the deletion vectors the adds of table's commits carry,
-// by commit version (an add without one maps to nil).
-func logDVs(t *testing.T, table string) map[int]*DeletionVector {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(fixtures, table, "_delta_log", "*.json"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no commits of %s: %v", table, err)
-	}
-	dvs := map[int]*DeletionVector{}
-	for v, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var a Action
-			if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
-			if a.Add != nil {
-				dvs[v] = a.Add.DeletionVector
-			}
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dvs
-}
-
-// fixtureValues reads the int32 column "value" of a fixture's data file:
-// value[i] is the value of row i.
-func fixtureValues(t *testing.T, path string) []int32 {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	tbl, err := pqarrow.ReadTable(context.Background(), f, nil, pqarrow.ArrowReadProperties{}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
-	var values []int32
-	for _, c := range tbl.Column(0).Data().Chunks() {
-		values = append(values, c.(*array.Int32).Int32Values()...)
-	}
-	return values
-}
-
-// deletedValues maps the rows bm deletes to their values.
-func deletedValues(bm *roaring.Bitmap, values []int32) []int32 {
-	var out []int32
-	for _, r := range bm.ToArray() {
-		out = append(out, values[r])
-	}
-	slices.Sort(out)
-	return out
-}
-
-// TestReadDeletionVectorTableWithDVSmall: commit 1 is a DELETE of
-// `value IN (0, 9)` and the README counts 8 of 10 rows visible, so the
-// file vector deletes the two rows holding 0 and 9.
-func TestReadDeletionVectorTableWithDVSmall(t *testing.T) {
-	const table = "table-with-dv-small"
-	dv := logDVs(t, table)[1]
-	if dv == nil || dv.StorageType != dvRelative {
-		t.Fatalf("commit 1 carries %+v, want a relative vector", dv)
-	}
-	bm, err := ReadDeletionVector(os.DirFS(filepath.Join(fixtures, table)), dv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := bm.ToArray(); !slices.Equal(got, []uint32{0, 9}) {
-		t.Fatalf("rows %v, want [0 9]", got)
-	}
-	values := fixtureValues(t, filepath.Join(fixtures, table, "part-00000-fae5310a-a37d-4e51-827b-c3d5516560ca-c000.snappy.parquet"))
-	if got := deletedValues(bm, values); !slices.Equal(got, []int32{0, 9}) {
-		t.Fatalf("deleted values %v, want [0 9]", got)
-	}
-}
-
-// TestReadDeletionVectorCDFTableWithDV checks every vector of
-// cdf-table-with-dv (one in a file, three inline, one of those with the
-// z85 crate's padding) against EXPECTED.json: the rows deleted after a
-// commit are those deleted before it, plus the commit's delete rows, minus
-// its inserts.
-func TestReadDeletionVectorCDFTableWithDV(t *testing.T) {
-	const table = "cdf-table-with-dv"
-	root := filepath.Join(fixtures, table)
-	values := fixtureValues(t, filepath.Join(root, "part-00000-fae5310a-a37d-4e51-827b-c3d5516560ca-c000.snappy.parquet"))
-	raw, err := os.ReadFile(filepath.Join(root, "EXPECTED.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var expected struct {
-		Queries []struct {
-			Rows []struct {
-				Value   int32  `json:"value"`
-				Change  string `json:"_change_type"`
-				Version int    `json:"_commit_version"`
-			} `json:"rows"`
-		} `json:"queries"`
-	}
-	if err := json.Unmarshal(raw, &expected); err != nil || len(expected.Queries) != 1 {
-		t.Fatalf("EXPECTED.json: %v", err)
-	}
-	dvs := logDVs(t, table)
-	deleted := map[int32]bool{}
-	kinds := map[string]int{}
-	for v := 1; v < len(dvs); v++ {
-		for _, r := range expected.Queries[0].Rows {
-			if r.Version == v {
-				deleted[r.Value] = r.Change == "delete"
-			}
-		}
-		var want []int32
-		for value, del := range deleted {
-			if del {
-				want = append(want, value)
-			}
-		}
-		slices.Sort(want)
-		dv := dvs[v]
-		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
-			if dv == nil {
-				if len(want) != 0 {
-					t.Fatalf("no vector, want deleted values %v", want)
-				}
-				return
-			}
-			kinds[dv.StorageType]++
-			bm, err := ReadDeletionVector(os.DirFS(root), dv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := deletedValues(bm, values); !slices.Equal(got, want) {
-				t.Fatalf("deleted values %v, want %v", got, want)
-			}
-		})
-	}
-	if kinds[dvInline] != 3 || kinds[dvRelative] != 1 {
-		t.Fatalf("read %v vectors, want 3 inline and 1 relative", kinds)
-	}
 }
 
 // TestReadDeletionVectorExamples decodes the vectors of PROTOCOL.md and of

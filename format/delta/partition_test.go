@@ -1,14 +1,13 @@
 package delta
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -162,10 +161,6 @@ func TestPartitionValueNullAndTypes(t *testing.T) {
 // remove and cdc in the fixtures as their columns' types (by physical
 // name), and checks cdf-table's dates against EXPECTED.json's birthdays.
 func TestFixturePartitionValues(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(fixtures, "*", "_delta_log", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	types := map[string]map[string]DataType{} // table → physical name → type
 	for file, md := range fixtureMetadata(t) {
 		st, err := ParseSchema(md.SchemaString)
@@ -182,27 +177,15 @@ func TestFixturePartitionValues(t *testing.T) {
 				cols[f.PhysicalName(mode)] = f.Type
 			}
 		}
-		types[strings.Split(file, string(filepath.Separator))[0]] = cols
+		types[path.Dir(file)] = cols
 	}
 	birthdays := map[string]bool{}
 	parsed := 0
-	for _, p := range paths {
-		rel, _ := filepath.Rel(fixtures, p)
-		tableName := strings.Split(rel, string(filepath.Separator))[0]
-		if types[tableName] == nil {
+	for _, table := range fixtureTables(t) {
+		if types[table] == nil {
 			continue // its metaData is only in a Parquet checkpoint
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			var a Action
-			if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
+		fixtureActions(t, table, func(file string, a *Action) {
 			var values map[string]*string
 			switch {
 			case a.Add != nil:
@@ -213,22 +196,21 @@ func TestFixturePartitionValues(t *testing.T) {
 				values = a.CDC.PartitionValues
 			}
 			for name, raw := range values {
-				typ, ok := types[tableName][name]
+				typ, ok := types[table][name]
 				if !ok {
-					t.Fatalf("%s: partition value of %q, which is no partition column", rel, name)
+					t.Fatalf("%s/%s: partition value of %q, which is no partition column", table, file, name)
 				}
 				v, err := PartitionValue(raw, typ)
 				if err != nil {
-					t.Fatalf("%s: %v", rel, err)
+					t.Fatalf("%s/%s: %v", table, file, err)
 				}
 				parsed++
-				if tableName == "cdf-table" {
+				if table == "cdf-table" {
 					d := time.Unix(int64(v.(*scalar.Date32).Value)*86400, 0).UTC()
 					birthdays[d.Format(time.DateOnly)] = true
 				}
 			}
-		}
-		f.Close()
+		})
 	}
 	if parsed < 50 {
 		t.Fatalf("parsed only %d partition values", parsed)

@@ -1,11 +1,7 @@
 package delta
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -378,32 +374,16 @@ func TestTypeChanges(t *testing.T) {
 }
 
 // fixtureMetadata returns every metaData action in the fixtures' commit
-// and JSON checkpoint files, by file.
+// and JSON checkpoint files, by table and file ("cdf-table/0...0.json").
 func fixtureMetadata(t *testing.T) map[string]*Metadata {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(fixtures, "*", "_delta_log", "*.json"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
 	out := map[string]*Metadata{}
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			var a Action
-			if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
+	for _, table := range fixtureTables(t) {
+		fixtureActions(t, table, func(file string, a *Action) {
 			if a.MetaData != nil {
-				rel, _ := filepath.Rel(fixtures, p)
-				out[rel] = a.MetaData
+				out[table+"/"+file] = a.MetaData
 			}
-		}
-		f.Close()
+		})
 	}
 	return out
 }
