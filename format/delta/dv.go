@@ -79,6 +79,9 @@ func ReadDeletionVector(fsys fs.FS, dv *DeletionVector) (*roaring.Bitmap, error)
 		}
 		return bm, nil
 	case dvRelative:
+		if fsys == nil {
+			return nil, fmt.Errorf("%w: %q: no file system to read it from", ErrBadDeletionVector, dv.PathOrInlineDv)
+		}
 		name, err := dvFileName(dv.PathOrInlineDv)
 		if err != nil {
 			return nil, fmt.Errorf("%w: path %q: %w", ErrBadDeletionVector, dv.PathOrInlineDv, err)

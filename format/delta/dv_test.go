@@ -99,6 +99,7 @@ func TestReadDeletionVectorErrors(t *testing.T) {
 		want string // in the message
 	}{
 		{"no descriptor", fsys, nil, "no descriptor"},
+		{"no file system", nil, fileDV(&at, size, 2), "no file system"},
 		{"flipped bitmap byte", with(func(b []byte) { b[at+4+20] ^= 0x10 }), fileDV(&at, size, 2), "CRC-32"},
 		{"flipped checksum byte", with(func(b []byte) { b[int(at)+4+int(size)] ^= 1 }), fileDV(&at, size, 2), "CRC-32"},
 		{"wrong magic", fsys, fileDV(&offsets[2], size, 2), "magic number"},
