@@ -306,7 +306,7 @@ func (r *reader) open(ctx context.Context, src *source, columns []Column, opts O
 	if err != nil {
 		return classify(err, r.path, "")
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(r.batchRows)}, r.mem)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(r.batchRows), PreAllocBinaryData: true}, r.mem)
 	if err != nil {
 		return classify(err, r.path, "")
 	}
