@@ -35,7 +35,21 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-DELTA_PACKAGE = "io.delta:delta-spark_2.12:3.3.3"
+def _delta_package():
+    """The Delta jar matching the installed delta-spark wheel: Scala 2.12
+    for Spark 3.5 (delta-spark 3.x), 2.13 for Spark 4 (delta-spark 4.x)."""
+    from importlib.metadata import version
+    v = version("delta-spark")
+    if v.startswith("3.") or v.startswith("4.0."):
+        return f"io.delta:delta-spark_{'2.12' if v.startswith('3.') else '2.13'}:{v}"
+    # From 4.1 on the artifact names the Spark release too (as
+    # delta.pip_utils does): io.delta:delta-spark_4.2_2.13:4.4.1.
+    spark = ".".join(version("pyspark").split(".")[:2])
+    return f"io.delta:delta-spark_{spark}_2.13:{v}"
+
+
+DELTA_PACKAGE = _delta_package()
+DELTA_MAJOR = int(DELTA_PACKAGE.rsplit(":", 1)[1].split(".")[0])
 
 VALUE_ENCODING = ("long/int/short/byte: JSON integers; double/float: JSON numbers; string; bool; "
                   "date: YYYY-MM-DD; timestamp (Spark TIMESTAMP, Delta 'timestamp'): ISO-8601 UTC with "
@@ -438,8 +452,8 @@ def build_v2checkpoint(spark, work):
                 "_delta_log/_sidecars/")
 
 
-def build_type_widening(spark, work):
-    fx = Fixture(spark, "spark_type_widening", work)
+def build_type_widening(spark, work, name="spark_type_widening"):
+    fx = Fixture(spark, name, work)
     fx.step("create (type widening on)", f"""
         CREATE TABLE {fx.ident} (id BIGINT NOT NULL, qty INT, small SMALLINT, tiny TINYINT, ratio FLOAT,
             price DECIMAL(5, 2), day DATE) USING delta TBLPROPERTIES ('delta.enableTypeWidening' = 'true')""")
@@ -494,6 +508,9 @@ FIXTURES = {
     "spark_checkpoint": build_checkpoint,
     "spark_v2checkpoint": build_v2checkpoint,
     "spark_type_widening": build_type_widening,
+    # Written with delta-spark 4 (Spark 4) in a venv of its own: type
+    # widening is a stable feature there, with INT -> BIGINT and more.
+    "spark4_type_widening": lambda s, w: build_type_widening(s, w, name="spark4_type_widening"),
     "spark_timestamp_ntz": build_timestamp_ntz,
 }
 
@@ -504,7 +521,13 @@ def main():
     ap.add_argument("--scratch", default=os.path.join(REPO, ".tmp", "deltagen-spark-scratch"))
     ap.add_argument("--only", action="append", choices=list(FIXTURES))
     args = ap.parse_args()
-    names = args.only or list(FIXTURES)
+    # Each fixture belongs to one Delta major version (the writer is the
+    # point of it): delta-spark 3.x writes the spark_* tables, 4.x the
+    # spark4_* ones.
+    mine = [n for n in FIXTURES if n.startswith("spark4_") == (DELTA_MAJOR >= 4)]
+    names = args.only or mine
+    if set(names) - set(mine):
+        sys.exit(f"delta-spark {delta_version()} does not write {sorted(set(names) - set(mine))}")
     scratch = os.path.abspath(args.scratch)
     work = os.path.join(scratch, "tables")
     os.makedirs(work, exist_ok=True)
