@@ -211,6 +211,12 @@ load:
 # fuzzer of the code is missing here.
 FUZZERS := \
 	./feed/:FuzzParseFilter \
+	./format/delta/:FuzzParseCommit \
+	./format/delta/:FuzzDecodeZ85 \
+	./format/delta/:FuzzDecodeBitmapArray \
+	./format/delta/:FuzzParseSchema \
+	./format/delta/:FuzzPartitionValue \
+	./internal/pqread/:FuzzRead \
 	./server/:FuzzDecodeRequest \
 	./server/:FuzzDecodeBody \
 	./auth/:FuzzParseAuthorization \

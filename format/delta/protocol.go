@@ -9,8 +9,11 @@ import (
 // supportedReaderFeatures are the reader features (and the writer-only
 // features some writers also list as reader features) that Sluice reads
 // correctly: the others change how a table must be read in ways Sluice does
-// not implement (variantType, catalogManaged, ...), so their tables are
-// refused rather than read wrongly.
+// not implement (catalogManaged, ...), so their tables are refused rather
+// than read wrongly. variantType is accepted because ParseSchema refuses
+// variant columns: a table that lists the feature without one (delta-rs
+// lists it whenever it enables deletion vectors) reads correctly, and one
+// with a variant column is refused by its schema, naming the column.
 var supportedReaderFeatures = map[string]bool{
 	"deletionVectors":      true,
 	"columnMapping":        true,
@@ -32,6 +35,7 @@ var supportedReaderFeatures = map[string]bool{
 	"icebergCompatV1":      true,
 	"icebergCompatV2":      true,
 	"clustering":           true,
+	"variantType":          true,
 }
 
 // maxReaderVersion is the newest reader protocol version Sluice implements.

@@ -19,7 +19,8 @@ func TestCheckProtocol(t *testing.T) {
 		{name: "reader 3, supported features", p: Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
 			ReaderFeatures: []string{"deletionVectors", "columnMapping", "timestampNtz", "v2Checkpoint", "typeWidening", "typeWidening-preview", "vacuumProtocolCheck"}}},
 		{name: "reader 3, no features", p: Protocol{MinReaderVersion: 3, MinWriterVersion: 7}},
-		{name: "variant", p: Protocol{MinReaderVersion: 3, ReaderFeatures: []string{"deletionVectors", "variantType"}}, refused: []string{"variantType"}},
+		{name: "variant (its columns are refused by the schema)", p: Protocol{MinReaderVersion: 3, ReaderFeatures: []string{"deletionVectors", "variantType"}}},
+		{name: "catalog managed", p: Protocol{MinReaderVersion: 3, ReaderFeatures: []string{"deletionVectors", "catalogManaged"}}, refused: []string{"catalogManaged"}},
 		{name: "several unknown", p: Protocol{MinReaderVersion: 3, ReaderFeatures: []string{"catalogManaged", "deletionVectors", "variantType-preview", "catalogManaged"}},
 			refused: []string{"catalogManaged, variantType-preview"}},
 		{name: "reader 4", p: Protocol{MinReaderVersion: 4}, refused: []string{"minReaderVersion 4"}},
@@ -51,13 +52,13 @@ func TestCheckProtocolFeatureList(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	for _, f := range []string{"variantType", "variantType-preview", "variantShredding-preview", "catalogManaged", "catalogOwned-preview", "geospatial", ""} {
+	for _, f := range []string{"variantType-preview", "variantShredding-preview", "catalogManaged", "catalogOwned-preview", "geospatial", ""} {
 		if err := CheckProtocol(Protocol{MinReaderVersion: 3, ReaderFeatures: []string{f}}); err == nil {
 			t.Errorf("%q accepted", f)
 		}
 	}
-	if len(supportedReaderFeatures) != 20 {
-		t.Errorf("%d supported reader features, want 20", len(supportedReaderFeatures))
+	if len(supportedReaderFeatures) != 21 {
+		t.Errorf("%d supported reader features, want 21", len(supportedReaderFeatures))
 	}
 }
 
@@ -70,7 +71,7 @@ func TestSnapshotRefusesUnsupportedFeature(t *testing.T) {
 	dir := copyTestTable(t, "table-with-dv-small")
 	mustWrite(t, logPath(dir, "00000000000000000002.json"), strings.Join([]string{
 		`{"commitInfo":{"timestamp":1677811200000,"operation":"UPGRADE PROTOCOL"}}`,
-		`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors","variantType"],"writerFeatures":["deletionVectors","variantType"]}}`,
+		`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors","catalogManaged"],"writerFeatures":["deletionVectors","catalogManaged"]}}`,
 	}, "\n"))
 	mustWrite(t, logPath(dir, "00000000000000000003.json"), `{"commitInfo":{"timestamp":1677811300000,"operation":"WRITE"}}`)
 	// One Table reads version after version (from its caches), the others
@@ -85,9 +86,9 @@ func TestSnapshotRefusesUnsupportedFeature(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantErr(t, tbl.CheckProtocol(p), ErrUnsupportedFeature, "variantType", `"dv-variant"`)
+			wantErr(t, tbl.CheckProtocol(p), ErrUnsupportedFeature, "catalogManaged", `"dv-variant"`)
 			_, err = tbl.Snapshot(ctx, v)
-			wantErr(t, err, ErrUnsupportedFeature, `"dv-variant"`, fmt.Sprintf("version %d", v), "variantType")
+			wantErr(t, err, ErrUnsupportedFeature, `"dv-variant"`, fmt.Sprintf("version %d", v), "catalogManaged")
 		}
 	}
 }
