@@ -37,10 +37,11 @@ type deltaFiles struct {
 	// schema, narrow the columns the changes need.
 	scan, full, narrow *deltaTarget
 
-	// mu guards dvs and metas.
+	// mu guards dvs, metas and cdc.
 	mu    sync.Mutex
 	dvs   map[string]*roaring.Bitmap
 	metas map[string]*pqread.Meta
+	cdc   map[*cdcCommit]*cdcCounts
 }
 
 // deltaTarget is a set of columns a read decodes: the Arrow schema of its
@@ -60,7 +61,7 @@ func newDeltaFiles(ctx context.Context, e *Engine, p *Plan, src *DeltaSource) (*
 	}
 	f := &deltaFiles{src: src, name: p.Table, mem: e.opts.Allocator, end: p.end, schema: sc, stats: &e.stats,
 		batchRows: min(e.opts.MaxBatchRows, pqread.DefaultBatchRows), dvs: map[string]*roaring.Bitmap{},
-		metas: map[string]*pqread.Meta{}}
+		metas: map[string]*pqread.Meta{}, cdc: map[*cdcCommit]*cdcCounts{}}
 	all := topLevelNames(p.end)
 	if f.full, err = f.target(all); err != nil {
 		return nil, err
@@ -365,11 +366,62 @@ var changeSide = map[string]struct {
 }
 
 // pairColumn is the column added to the rows of change data files that
-// pairs update images: the k-th pre-image of a file pairs with its k-th
-// post-image (writers write them in the same order: Delta's Spark writer
-// side by side, delta-rs as two runs of the updated rows). Inserts and
-// deletes have none. With identity columns, those pair updates instead.
+// pairs update images: the k-th update pre-image of a commit (its change
+// data files in log order, each in row order) pairs with its k-th update
+// post-image. Writers write both in the same order (Delta's Spark writer
+// derives both from one pass over the updated rows, also when an update
+// moves rows to another partition's file; delta-rs as two runs of the
+// updated rows). Inserts and deletes have none. With identity columns,
+// those pair updates instead.
 const pairColumn = "__sluice_update_pair"
+
+// cdcCounts is where each change data file of a commit starts counting its
+// update pre- and post-images: the images of the files before it.
+type cdcCounts struct {
+	once      sync.Once
+	pre, post []int64
+	err       error
+}
+
+// counts returns the update image counts of the change data files of
+// file's commit, reading their _change_type columns once per read.
+func (f *deltaFiles) counts(ctx context.Context, snapshot int64, file deltaFile) (*cdcCounts, error) {
+	f.mu.Lock()
+	c, ok := f.cdc[file.commit]
+	if !ok {
+		c = &cdcCounts{}
+		f.cdc[file.commit] = c
+	}
+	f.mu.Unlock()
+	c.once.Do(func() {
+		target := &deltaTarget{schema: arrow.NewSchema(nil, nil)}
+		extra := []pqread.Column{{Name: changeTypeColumn}}
+		extraFields := []arrow.Field{{Name: changeTypeColumn, Type: arrow.BinaryTypes.String, Nullable: true}}
+		var pre, post int64
+		for _, cf := range file.commit.files {
+			c.pre, c.post = append(c.pre, pre), append(c.post, post)
+			err := f.read(ctx, snapshot, cf, target, extra, extraFields, nil, func(rec arrow.RecordBatch, _ int64) error {
+				defer rec.Release()
+				kinds := rec.Column(0).(*array.String)
+				for i := range kinds.Len() {
+					if k, ok := changeSide[kinds.Value(i)]; ok && k.update {
+						if k.side == sideDeleted {
+							pre++
+						} else {
+							post++
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				c.err = err
+				return
+			}
+		}
+	})
+	return c, c.err
+}
 
 func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff, whole bool,
 	emit func(side int, rec arrow.RecordBatch) error) error {
@@ -379,9 +431,11 @@ func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff
 	}
 	file := fd.src.(deltaFile)
 	n := t.schema.NumFields()
-	// Pair values are unique to the file: its ordinal in the commit, then
-	// the update's.
-	base, pre, post := int64(file.ordinal)<<32, int64(0), int64(0)
+	counts, err := f.counts(ctx, snapshot, file)
+	if err != nil {
+		return err
+	}
+	pre, post := counts.pre[file.ordinal], counts.post[file.ordinal]
 	extra := []pqread.Column{{Name: changeTypeColumn}}
 	extraFields := []arrow.Field{{Name: changeTypeColumn, Type: arrow.BinaryTypes.String, Nullable: true}}
 	return f.read(ctx, snapshot, file, t, extra, extraFields, nil, func(rec arrow.RecordBatch, _ int64) error {
@@ -405,10 +459,10 @@ func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff
 			case !kind.update:
 				pairs.AppendNull()
 			case kind.side == sideDeleted:
-				pairs.Append(base + pre)
+				pairs.Append(pre)
 				pre++
 			default:
-				pairs.Append(base + post)
+				pairs.Append(post)
 				post++
 			}
 		}

@@ -115,8 +115,15 @@ type deltaFile struct {
 	dv        *delta.DeletionVector
 	size      int64
 	rows      int64 // -1: unknown
-	// ordinal is the file's place among its commit's change data files.
+	// ordinal is the file's place among its commit's change data files,
+	// commit the commit's change data files.
 	ordinal int
+	commit  *cdcCommit
+}
+
+// cdcCommit is the change data files of one commit.
+type cdcCommit struct {
+	files []deltaFile
 }
 
 // deltaDiff is a Delta data file whose live rows a commit changed: its
@@ -176,8 +183,11 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 		out.Strategy = StrategyDeltaCDCFiles
 		out.Reason = fmt.Sprintf("the commit wrote %d change data files (cdc actions): their rows are its changes",
 			len(c.CDCs))
+		commit := &cdcCommit{}
 		for i, cdc := range c.CDCs {
-			f := deltaFile{path: cdc.Path, partition: cdc.PartitionValues, size: cdc.Size, rows: -1, ordinal: i}
+			f := deltaFile{path: cdc.Path, partition: cdc.PartitionValues, size: cdc.Size, rows: -1, ordinal: i,
+				commit: commit}
+			commit.files = append(commit.files, f)
 			out.diffs = append(out.diffs, fileDiff{path: cdc.Path, rows: -1, changes: true, src: f})
 			out.Files = append(out.Files, FilePlan{Path: cdc.Path, Content: ContentChangeData, Role: RoleAdded,
 				RecordCount: -1, FileSizeBytes: cdc.Size})
