@@ -58,6 +58,10 @@ type Config struct {
 	// --catalog-name, --warehouse, --create-catalog). flightd checks it
 	// with catalog.Preflight before it opens it.
 	Catalog catalog.Config `yaml:"catalog"`
+	// Delta says where Delta tables are (--delta-root, SLUICE_DELTA_ROOT;
+	// delta.tables in YAML only). They are served beside the catalog's
+	// Iceberg tables; a name both serve is refused at start.
+	Delta catalog.DeltaConfig `yaml:"delta"`
 	// Demo creates the demo table demo.orders when it is absent (--demo)
 	// and prints how to read it. It creates the warehouse directory when
 	// absent; an existing warehouse must hold a catalog, or be empty.
@@ -224,6 +228,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: --listen %q: %v", ErrConfig, c.Listen, unwrapAddrError(err))
 	}
 	if err := c.Catalog.Validate(); err != nil {
+		return configError{err}
+	}
+	if err := c.Delta.Validate(); err != nil {
 		return configError{err}
 	}
 	if err := c.Auth.Validate(c.Listen); err != nil {

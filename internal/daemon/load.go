@@ -84,6 +84,8 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	fs.StringVar(&c.Catalog.Name, "catalog-name", c.Catalog.Name, "catalog name (the name writers used)")
 	fs.BoolVar(&c.Catalog.Create, "create-catalog", c.Catalog.Create,
 		"create the warehouse and the catalog file when absent, even beside other catalogs' files")
+	fs.StringVar(&c.Delta.Root, "delta-root", c.Delta.Root,
+		"serve every sub-folder of this folder holding a _delta_log as the Delta table delta.<sub-folder>")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "create the demo table demo.orders when absent")
 	fs.StringVar(&c.ReadyFile, "ready-file", c.ReadyFile, "write the served address to this file once serving")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
@@ -254,6 +256,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_CATALOG_TYPE":       &cfg.Catalog.Type,
 		"SLUICE_CATALOG_URI":        &cfg.Catalog.URI,
 		"SLUICE_CATALOG_NAME":       &cfg.Catalog.Name,
+		"SLUICE_DELTA_ROOT":         &cfg.Delta.Root,
 		"SLUICE_READY_FILE":         &cfg.ReadyFile,
 		"SLUICE_LOG_LEVEL":          &cfg.LogLevel,
 		"SLUICE_LOG_FORMAT":         &cfg.LogFormat,

@@ -63,7 +63,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 
-	engine := feed.New(suggestingTables{Catalog: cat, authz: authz}, feed.Options{
+	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*feed.DeltaSource{}}
+	if cfg.Delta.Enabled() {
+		tables.delta = catalog.NewDeltaTables(cfg.Delta)
+		if err := tables.checkDeltaNames(ctx); err != nil {
+			return err
+		}
+	}
+	engine := feed.New(tables, feed.Options{
 		ReadConcurrency: cfg.Engine.ReadConcurrency,
 		MaxBatchRows:    cfg.Engine.MaxBatchRows,
 		MaxBatchBytes:   cfg.Engine.MaxBatchBytes,

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
+	"github.com/sluicefeed/sluice/feed"
 )
 
 // prepareWarehouse checks the catalog configuration before it is opened
@@ -56,10 +59,91 @@ func checkProgressDir(cfg Config) error {
 type suggestingTables struct {
 	*catalog.Catalog
 	authz *auth.Authorizer
+	// delta serves the Delta tables (nil: none), each through its one
+	// long-lived source.
+	delta   *catalog.DeltaTables
+	mu      sync.Mutex // guards sources
+	sources map[string]*feed.DeltaSource
+}
+
+// Load loads a table of either format.
+func (s *suggestingTables) Load(ctx context.Context, name string) (feed.Table, error) {
+	if s.delta != nil && s.delta.Has(name) {
+		src, err := s.deltaSource(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return src.Load(ctx)
+	}
+	tbl, err := s.LoadTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return feed.IcebergTable(tbl), nil
+}
+
+// deltaSource returns the source of the Delta table name.
+func (s *suggestingTables) deltaSource(ctx context.Context, name string) (*feed.DeltaSource, error) {
+	s.mu.Lock()
+	src, ok := s.sources[name]
+	s.mu.Unlock()
+	if ok {
+		return src, nil
+	}
+	od, err := s.delta.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if src, ok := s.sources[name]; ok {
+		return src, nil
+	}
+	src = feed.NewDeltaSource(od.Log, od.FS, name)
+	s.sources[name] = src
+	return src, nil
+}
+
+// ListTables lists the tables of both formats, sorted.
+func (s *suggestingTables) ListTables(ctx context.Context) ([]string, error) {
+	names, err := s.Catalog.ListTables(ctx)
+	if err != nil || s.delta == nil {
+		return names, err
+	}
+	more, err := s.delta.ListTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names = append(names, more...)
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// checkDeltaNames refuses Delta tables whose names the catalog also
+// serves: one of them would be hidden.
+func (s *suggestingTables) checkDeltaNames(ctx context.Context) error {
+	if s.delta == nil {
+		return nil
+	}
+	ice, err := s.Catalog.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	deltas, err := s.delta.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range deltas {
+		if _, found := slices.BinarySearch(ice, n); found {
+			return fmt.Errorf("%w: %s is both a Delta table and a table of the Iceberg catalog: rename one, or "+
+				"name the Delta table otherwise in delta.tables", ErrConfig, n)
+		}
+	}
+	return nil
 }
 
 // LoadTable loads the table, and suggests others when it is not found.
-func (s suggestingTables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
+func (s *suggestingTables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
 	tbl, err := s.Catalog.LoadTable(ctx, name)
 	if err == nil || !errors.Is(err, catalog.ErrTableNotFound) {
 		return tbl, err
