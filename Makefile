@@ -51,7 +51,8 @@ FUZZTIME ?= 30s
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run demo venv venv-demo tools plugins protoc generate checkgenerate lint checkfmt checkfuzz \
-	checkversion fmt test test-unit test-python test-e2e test-long bench load fuzz static image dist check-dist clean
+	checkversion fmt test test-unit test-python test-e2e test-long bench load fuzz static image dist check-dist clean \
+	delta-fixtures
 
 all: build
 
@@ -225,6 +226,39 @@ FUZZERS := \
 	./auth/:FuzzGlobMatch \
 	./clients/go/:FuzzParseMeta \
 	./clients/go/:FuzzUnmarshalFlightData
+
+## delta-fixtures: rewrite the writer-made Delta tables in testdata/delta/written (delta-rs, Spark + Delta 3.3, Spark 4 + Delta 4; Java 17; not part of test)
+# See testdata/delta/gen/README.md. Each writer gets a venv of its own; the
+# Delta jars come from Maven Central into .tmp/deltagen-ivy.
+DELTA_SEEDS ?= 1 2 3 4 5 6
+DELTAGEN_RS := $(TMP)/deltagen-rs-venv
+DELTAGEN_SPARK := $(TMP)/deltagen-spark-venv
+DELTAGEN_SPARK4 := $(TMP)/deltagen-spark4-venv
+delta-fixtures: $(DELTAGEN_RS)/.installed $(DELTAGEN_SPARK)/.installed $(DELTAGEN_SPARK4)/.installed
+	@set -e; for s in $(DELTA_SEEDS); do \
+		$(DELTAGEN_RS)/bin/python testdata/delta/gen/deltars_histories.py --seed $$s --out testdata/delta/written/deltars_seed$$s; \
+	done
+	$(DELTAGEN_SPARK)/bin/python testdata/delta/gen/spark_delta_fixtures.py
+	$(DELTAGEN_SPARK4)/bin/python testdata/delta/gen/spark_delta_fixtures.py
+	$(DELTAGEN_SPARK)/bin/python testdata/delta/gen/spark_crosscheck.py
+
+$(DELTAGEN_RS)/.installed: Makefile
+	$(call check_python)
+	$(PYTHON) -m venv $(DELTAGEN_RS)
+	$(DELTAGEN_RS)/bin/python -m pip install --quiet --disable-pip-version-check deltalake==1.6.6 pyarrow==26.0.1
+	touch $@
+
+$(DELTAGEN_SPARK)/.installed: Makefile
+	$(call check_python)
+	$(PYTHON) -m venv $(DELTAGEN_SPARK)
+	$(DELTAGEN_SPARK)/bin/python -m pip install --quiet --disable-pip-version-check pyspark==3.5.6 delta-spark==3.3.3
+	touch $@
+
+$(DELTAGEN_SPARK4)/.installed: Makefile
+	$(call check_python)
+	$(PYTHON) -m venv $(DELTAGEN_SPARK4)
+	$(DELTAGEN_SPARK4)/bin/python -m pip install --quiet --disable-pip-version-check pyspark==4.2.0 delta-spark==4.4.0
+	touch $@
 
 ## fuzz: every fuzzer for FUZZTIME each; a failing input is kept in its package's testdata/fuzz
 fuzz: checkfuzz
