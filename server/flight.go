@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -32,6 +33,12 @@ func (s *Server) plan(ctx context.Context, r *request) (*feed.Plan, error) {
 	}
 	if s.metrics != nil {
 		s.metrics.planSeconds.Observe(time.Since(start).Seconds())
+	}
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		for _, sp := range p.Snapshots {
+			s.log.DebugContext(ctx, "plan", "table", clipName(p.Table), "format", p.Format, "snapshot", sp.ID,
+				"operation", sp.Operation, "strategy", sp.Strategy, "reason", sp.Reason, "files", len(sp.Files))
+		}
 	}
 	return p, nil
 }
@@ -146,7 +153,9 @@ func exactRowCount(p *feed.Plan) bool {
 		return false
 	}
 	for _, sp := range p.Snapshots {
-		if sp.Strategy != feed.StrategyAppend && sp.Strategy != feed.StrategyReplaceSkipped {
+		switch sp.Strategy {
+		case feed.StrategyAppend, feed.StrategyReplaceSkipped, feed.StrategyNoDataChange:
+		default:
 			return false
 		}
 	}

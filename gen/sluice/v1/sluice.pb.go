@@ -1235,7 +1235,9 @@ type Plan struct {
 	BytesRead    int64           `protobuf:"varint,9,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
 	RecordsRead  int64           `protobuf:"varint,10,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"`
 	// The row filter, as written.
-	Filter        string `protobuf:"bytes,11,opt,name=filter,proto3" json:"filter,omitempty"`
+	Filter string `protobuf:"bytes,11,opt,name=filter,proto3" json:"filter,omitempty"`
+	// The table's format: iceberg or delta.
+	Format        string `protobuf:"bytes,12,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1347,6 +1349,13 @@ func (x *Plan) GetFilter() string {
 	return ""
 }
 
+func (x *Plan) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
 // SnapshotPlan is the plan of one snapshot of the window.
 type SnapshotPlan struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1356,13 +1365,17 @@ type SnapshotPlan struct {
 	TimestampMs    int64                  `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
 	Operation      string                 `protobuf:"bytes,5,opt,name=operation,proto3" json:"operation,omitempty"`
 	// How the changes are computed: append, rewrite, position-delete,
-	// deletion-vector, equality-delete, replace-skipped.
+	// deletion-vector, equality-delete, replace-skipped (Iceberg);
+	// delta-cdc-files, delta-add, delta-dv-diff, delta-add-remove,
+	// no-data-change (Delta).
 	Strategy string `protobuf:"bytes,6,opt,name=strategy,proto3" json:"strategy,omitempty"`
 	// Files read to compute the changes.
-	Files         []*FilePlan `protobuf:"bytes,7,rep,name=files,proto3" json:"files,omitempty"`
-	FilesSkipped  int64       `protobuf:"varint,8,opt,name=files_skipped,json=filesSkipped,proto3" json:"files_skipped,omitempty"`
-	BytesRead     int64       `protobuf:"varint,9,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
-	RecordsRead   int64       `protobuf:"varint,10,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"`
+	Files        []*FilePlan `protobuf:"bytes,7,rep,name=files,proto3" json:"files,omitempty"`
+	FilesSkipped int64       `protobuf:"varint,8,opt,name=files_skipped,json=filesSkipped,proto3" json:"files_skipped,omitempty"`
+	BytesRead    int64       `protobuf:"varint,9,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	RecordsRead  int64       `protobuf:"varint,10,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"`
+	// Why the strategy was chosen (empty when the strategy says it all).
+	Reason        string `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1465,6 +1478,13 @@ func (x *SnapshotPlan) GetRecordsRead() int64 {
 		return x.RecordsRead
 	}
 	return 0
+}
+
+func (x *SnapshotPlan) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // FilePlan is one file a snapshot's plan reads.
@@ -1647,7 +1667,7 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\fSummaryEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
-	"\a_parent\"\x99\x03\n" +
+	"\a_parent\"\xb1\x03\n" +
 	"\x04Plan\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12$\n" +
@@ -1663,9 +1683,10 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"bytes_read\x18\t \x01(\x03R\tbytesRead\x12!\n" +
 	"\frecords_read\x18\n" +
 	" \x01(\x03R\vrecordsRead\x12\x16\n" +
-	"\x06filter\x18\v \x01(\tR\x06filterB\x10\n" +
+	"\x06filter\x18\v \x01(\tR\x06filter\x12\x16\n" +
+	"\x06format\x18\f \x01(\tR\x06formatB\x10\n" +
 	"\x0e_from_snapshotB\x0e\n" +
-	"\f_to_snapshot\"\xe1\x02\n" +
+	"\f_to_snapshot\"\xf9\x02\n" +
 	"\fSnapshotPlan\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\x03R\bsnapshot\x12'\n" +
 	"\x0fsequence_number\x18\x02 \x01(\x03R\x0esequenceNumber\x12\x1d\n" +
@@ -1679,7 +1700,8 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\n" +
 	"bytes_read\x18\t \x01(\x03R\tbytesRead\x12!\n" +
 	"\frecords_read\x18\n" +
-	" \x01(\x03R\vrecordsRead\"\x97\x01\n" +
+	" \x01(\x03R\vrecordsRead\x12\x16\n" +
+	"\x06reason\x18\v \x01(\tR\x06reason\"\x97\x01\n" +
 	"\bFilePlan\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x12\n" +
