@@ -327,9 +327,27 @@ func deltaKey(row map[string]string, cols []string) string {
 		if !ok {
 			v = "<absent>"
 		}
-		parts[i] = c + "=" + v
+		parts[i] = c + "=" + deltaCanon(v)
 	}
 	return strings.Join(parts, " ")
+}
+
+var (
+	deltaDecimal = regexp.MustCompile(`^-?[0-9]+\.[0-9]*?0+$`)
+	deltaDate    = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+)
+
+// deltaCanon writes a value the same way before and after a type widening:
+// decimals without trailing zeros (a wider scale), dates as midnight (a
+// date widened to timestamp_ntz).
+func deltaCanon(v string) string {
+	if deltaDecimal.MatchString(v) {
+		v = strings.TrimSuffix(strings.TrimRight(v, "0"), ".")
+	}
+	if deltaDate.MatchString(v) {
+		v += "T00:00:00.000000"
+	}
+	return v
 }
 
 func deltaJSONValue(v any) string {
