@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -492,87 +491,6 @@ func (r *reader) decode(n int) ([]arrow.Array, error) {
 	return arrs, nil
 }
 
-// validate checks a decoded array's structure, which bad bytes can leave
-// inconsistent without an error from the decoder (a list's offsets past
-// its values, a struct's children shorter than it), so that the batch
-// cannot make its reader panic. Flat columns, whose buffers the decoder
-// builds whole, get the constant-time checks; nested and dictionary ones
-// a full pass. It takes a over: it returns it (or, for a nested column,
-// the same data under the type of its decoded children), or releases it
-// and returns an error.
-func validate(a arrow.Array) (arrow.Array, error) {
-	var err error
-	switch a.DataType().(type) {
-	case arrow.NestedType, *arrow.DictionaryType, arrow.ExtensionType:
-		if _, ok := a.DataType().(arrow.NestedType); ok {
-			d := settle(a.Data())
-			a.Release()
-			a = array.MakeFromData(d)
-			d.Release()
-		}
-		err = array.ValidateFull(a)
-	default:
-		err = array.Validate(a)
-	}
-	if err != nil {
-		a.Release()
-		return nil, err
-	}
-	return a, nil
-}
-
-// settle is d (a new reference) under a type whose children's types are
-// those of its children's data: pqarrow declares a struct in a struct it
-// decoded only some fields of with all of that inner struct's fields.
-func settle(d arrow.ArrayData) arrow.ArrayData {
-	kids := make([]arrow.ArrayData, len(d.Children()))
-	for i, c := range d.Children() {
-		kids[i] = settle(c)
-		defer kids[i].Release()
-	}
-	dt := d.DataType()
-	switch t := dt.(type) {
-	case *arrow.StructType:
-		if len(kids) == t.NumFields() {
-			fields := t.Fields()
-			for i := range fields {
-				fields[i].Type = kids[i].DataType()
-			}
-			dt = arrow.StructOf(fields...)
-		}
-	case *arrow.ListType:
-		if len(kids) == 1 {
-			ef := t.ElemField()
-			ef.Type = kids[0].DataType()
-			dt = arrow.ListOfField(ef)
-		}
-	case *arrow.LargeListType:
-		if len(kids) == 1 {
-			ef := t.ElemField()
-			ef.Type = kids[0].DataType()
-			dt = arrow.LargeListOfField(ef)
-		}
-	}
-	nd := array.NewData(dt, d.Len(), d.Buffers(), kids, d.NullN(), d.Offset())
-	if dict := d.Dictionary(); dict != nil {
-		nd.SetDictionary(dict)
-	}
-	return nd
-}
-
-// single is a decoded chunked array as one array (a new reference).
-func single(ch *arrow.Chunked, mem memory.Allocator) (arrow.Array, error) {
-	switch len(ch.Chunks()) {
-	case 0:
-		return array.MakeArrayOfNull(mem, ch.DataType(), 0), nil
-	case 1:
-		a := ch.Chunk(0)
-		a.Retain()
-		return a, nil
-	}
-	return array.Concatenate(ch.Chunks(), mem)
-}
-
 // release releases the column readers and the fixed arrays.
 func (r *reader) release() {
 	for _, c := range r.cols {
@@ -592,86 +510,4 @@ func releaseAll(arrs []arrow.Array) {
 			arrs[i] = nil
 		}
 	}
-}
-
-// guard runs fn, turning a panic into ErrCorrupt naming the file and the
-// column.
-func guard(path, column string, fn func() error) (err error) {
-	defer recoverTo(&err, path, column)
-	return fn()
-}
-
-// recoverTo, deferred, turns a panic into *err, an ErrCorrupt.
-func recoverTo(err *error, path, column string) {
-	if v := recover(); v != nil {
-		*err = fmt.Errorf("%w: %s: panic: %v", ErrCorrupt, where(path, column), v)
-	}
-}
-
-// classify wraps an error of the decoder: the source's own errors and the
-// context's pass through (they may be transient), any other is
-// ErrCorrupt.
-func classify(err error, path, column string) error {
-	var se *sourceError
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case errors.As(err, &se):
-		return fmt.Errorf("pqread: %s: %w", where(path, column), err)
-	case errors.Is(err, ErrCorrupt):
-		return err
-	}
-	return fmt.Errorf("%w: %s: %w", ErrCorrupt, where(path, column), err)
-}
-
-// where names the file and the column in an error.
-func where(path, column string) string {
-	var b strings.Builder
-	if path == "" {
-		path = "file"
-	}
-	b.WriteString(path)
-	if column != "" {
-		fmt.Fprintf(&b, ": column %q", column)
-	}
-	return b.String()
-}
-
-// source is the file as the decoder reads it: a panic of the file's
-// methods becomes an error (the decoder reads some columns in goroutines
-// of its own, where a panic would end the process), and its errors are
-// marked as the source's (see classify). Reading past the end is not the
-// source's error: the footer pointed there, so the file is corrupt.
-type source struct{ r parquet.ReaderAtSeeker }
-
-// sourceError is an error of the file's own methods.
-type sourceError struct{ err error }
-
-func (e *sourceError) Error() string { return e.err.Error() }
-func (e *sourceError) Unwrap() error { return e.err }
-
-func (s *source) ReadAt(p []byte, off int64) (n int, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			n, err = 0, &sourceError{fmt.Errorf("panic reading the file: %v", v)}
-		}
-	}()
-	n, err = s.r.ReadAt(p, off)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		err = &sourceError{err}
-	}
-	return n, err
-}
-
-func (s *source) Seek(offset int64, whence int) (n int64, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			n, err = 0, &sourceError{fmt.Errorf("panic seeking in the file: %v", v)}
-		}
-	}()
-	n, err = s.r.Seek(offset, whence)
-	if err != nil {
-		err = &sourceError{err}
-	}
-	return n, err
 }
