@@ -211,8 +211,8 @@ func (t *deltaTable) schemaOf(ctx context.Context, s *Snapshot) (*iceberg.Schema
 	return sc.logical, nil
 }
 
-func (t *deltaTable) planner(_ context.Context, p *Plan, _ *pruner, _ *planCache) (commitPlanner, error) {
-	return &deltaPlanner{src: t.src, name: p.Table}, nil
+func (t *deltaTable) planner(_ context.Context, p *Plan, prune *pruner, _ *planCache) (commitPlanner, error) {
+	return &deltaPlanner{src: t.src, name: p.Table, prune: prune}, nil
 }
 
 func (t *deltaTable) files(ctx context.Context, e *Engine, p *Plan) (fileSource, error) {

@@ -168,11 +168,15 @@ func recordCount(stats string) int64 {
 type deltaPlanner struct {
 	src  *DeltaSource
 	name string
+	// prune skips added files the filter rules out by their partition
+	// values and statistics (nil: no filter to push down).
+	prune *pruner
 }
 
 func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, error) {
 	out := SnapshotPlan{Snapshot: s, Files: []FilePlan{}}
-	if _, err := dp.src.schema(ctx, s.ID); err != nil {
+	sc, err := dp.src.schema(ctx, s.ID)
+	if err != nil {
 		return out, err
 	}
 	c, err := dp.src.log.Commit(ctx, s.ID)
@@ -225,6 +229,10 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 		out.Reason = fmt.Sprintf("the commit only added %d files", len(adds))
 		var files deltaLive
 		for _, a := range adds {
+			if dp.prune != nil && !dp.prune.mayMatch(newDeltaFileStats(sc, a)) {
+				out.FilesSkipped++
+				continue
+			}
 			f := deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}
 			files = append(files, f)
 			out.addDeltaFile(f, RoleAdded)
