@@ -473,18 +473,6 @@ func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff
 		cols := append(append([]arrow.Array(nil), rec.Columns()[:n]...), pairArr)
 		data := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 		defer data.Release()
-		for _, side := range []int{sideDeleted, sideInserted} {
-			out, err := selectRows(ctx, f.mem, data, func(r int) bool { return sides[r] == side })
-			if err != nil {
-				return err
-			}
-			if out == nil {
-				continue
-			}
-			if err := emit(side, out); err != nil {
-				return err
-			}
-		}
-		return nil
+		return emitSides(ctx, f.mem, data, func(r, side int) bool { return sides[r] == side }, emit)
 	})
 }

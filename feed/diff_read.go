@@ -107,25 +107,33 @@ func (d *diffReader) fileChanges(ctx context.Context, snapshot int64, fd fileDif
 		}
 		liveBefore := func(r int) bool { return deletedBefore != nil && !deletedBefore[r] }
 		liveAfter := func(r int) bool { return deletedAfter != nil && !deletedAfter[r] }
-		for _, side := range []int{sideDeleted, sideInserted} {
-			out, err := selectRows(ctx, d.mem, rec, func(r int) bool {
-				if side == sideDeleted {
-					return liveBefore(r) && !liveAfter(r)
-				}
-				return liveAfter(r) && !liveBefore(r)
-			})
-			if err != nil {
-				return err
+		return emitSides(ctx, d.mem, rec, func(r, side int) bool {
+			if side == sideDeleted {
+				return liveBefore(r) && !liveAfter(r)
 			}
-			if out == nil {
-				continue
-			}
-			if err := emit(side, out); err != nil {
-				return err
-			}
-		}
-		return nil
+			return liveAfter(r) && !liveBefore(r)
+		}, emit)
 	})
+}
+
+// emitSides hands emit the rows of rec on each side, deletes first: the
+// rows r for which in(r, side). The caller keeps rec; emit takes over each
+// batch.
+func emitSides(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, in func(r, side int) bool,
+	emit func(side int, rec arrow.RecordBatch) error) error {
+	for _, side := range []int{sideDeleted, sideInserted} {
+		out, err := selectRows(ctx, mem, rec, func(r int) bool { return in(r, side) })
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			continue
+		}
+		if err := emit(side, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // positionCandidates marks the row groups of a file (whose footer is ft)
