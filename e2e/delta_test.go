@@ -504,11 +504,15 @@ func TestDelta(t *testing.T) {
 		protocol := `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["catalogManaged"],` +
 			`"writerFeatures":["catalogManaged"]}}` + "\n"
 		writeFile(t, filepath.Join(dir, "_delta_log"), fmt.Sprintf("%020d.json", 3), protocol)
-		rows := 0
+		rows, heartbeats := 0, 0
 		for sub.Next() {
-			if b := sub.Batch(); !b.Meta.Heartbeat {
+			b := sub.Batch()
+			if !b.Meta.Heartbeat {
 				rows += int(b.Record.NumRows())
 				t.Errorf("the follow stream sent %+v after the protocol change", b.Meta)
+			}
+			if heartbeats++; heartbeats > 50 {
+				t.Fatalf("the follow stream goes on after the protocol change (at version %d)", b.Meta.Snapshot)
 			}
 		}
 		wantUnsupported(t, "the follow stream", rows, sub.Err())
