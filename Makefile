@@ -32,7 +32,7 @@ GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # Pinned Python packages: the demo's (pandas for .to_pandas()), then the
 # tests' on top. pandas 3 needs Python 3.11 or newer.
 PY_DEMO_PACKAGES := pyarrow==26.0.1 pandas==3.1.1
-PY_TEST_PACKAGES := pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" networkx==3.4.2
+PY_TEST_PACKAGES := pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" networkx==3.4.2 deltalake==1.6.6
 PY_BUILD_PACKAGES := build==1.6.1
 PYTHON_MIN := 3.11
 

@@ -10,9 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-
-	"github.com/sluicefeed/sluice/format/delta"
 )
 
 // DeltaNamespace is the namespace of the tables found under a Delta root:
@@ -63,6 +60,12 @@ func (c DeltaConfig) Validate() error {
 			return fmt.Errorf("%w: delta.tables %s: %s holds no _delta_log folder, so it is not a Delta table",
 				ErrInvalidConfig, name, dir)
 		}
+		if folder, ok := strings.CutPrefix(name, DeltaNamespace+"."); ok && c.Root != "" {
+			if st, err := os.Stat(filepath.Join(c.Root, folder, "_delta_log")); err == nil && st.IsDir() {
+				return fmt.Errorf("%w: delta.tables %s names %s, and the Delta root %s serves its folder %s under "+
+					"the same name: name one of them otherwise", ErrInvalidConfig, name, dir, c.Root, folder)
+			}
+		}
 	}
 	return nil
 }
@@ -91,27 +94,24 @@ func localPath(loc string) (string, error) {
 	return filepath.Abs(loc)
 }
 
-// DeltaTables finds and opens the Delta tables a DeltaConfig names. It is
-// safe for concurrent use; it keeps each table open once found (a table's
-// log is read anew on each load).
+// DeltaTables finds the Delta tables a DeltaConfig names. It is safe for
+// concurrent use.
 type DeltaTables struct {
 	cfg DeltaConfig
-	// mu guards open.
-	mu   sync.Mutex
-	open map[string]*OpenDelta
 }
 
-// OpenDelta is an opened Delta table: its log and its files.
-type OpenDelta struct {
+// DeltaLocation is where a Delta table is: its name, its root folder and
+// the files under it.
+type DeltaLocation struct {
 	Name string
-	Log  *delta.Table
-	FS   fs.FS
-	Dir  string
+	// Dir is the table's root folder, Root the same as a file:// URL.
+	Dir, Root string
+	FS        fs.FS
 }
 
 // NewDeltaTables serves the Delta tables of cfg.
 func NewDeltaTables(cfg DeltaConfig) *DeltaTables {
-	return &DeltaTables{cfg: cfg, open: map[string]*OpenDelta{}}
+	return &DeltaTables{cfg: cfg}
 }
 
 // dirs returns the folder of every Delta table, by name.
@@ -169,14 +169,9 @@ func (d *DeltaTables) Has(name string) bool {
 	return err == nil && st.IsDir()
 }
 
-// Open opens the Delta table name (ErrTableNotFound when there is none).
-func (d *DeltaTables) Open(ctx context.Context, name string) (*OpenDelta, error) {
-	d.mu.Lock()
-	od, ok := d.open[name]
-	d.mu.Unlock()
-	if ok {
-		return od, nil
-	}
+// Locate returns where the Delta table name is (ErrTableNotFound when
+// there is none).
+func (d *DeltaTables) Locate(name string) (*DeltaLocation, error) {
 	if !d.Has(name) {
 		return nil, fmt.Errorf("%w: %s", ErrTableNotFound, name)
 	}
@@ -187,22 +182,6 @@ func (d *DeltaTables) Open(ctx context.Context, name string) (*OpenDelta, error)
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
 		}
 	}
-	fsys := os.DirFS(dir)
 	root := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
-	log, err := delta.Open(ctx, fsys, name, delta.WithRoot(root))
-	if err != nil {
-		if errors.Is(err, delta.ErrNotTable) {
-			return nil, fmt.Errorf("%w: %v", ErrTableNotFound, err)
-		}
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	od = &OpenDelta{Name: name, Log: log, FS: fsys, Dir: dir}
-	d.mu.Lock()
-	if prev, ok := d.open[name]; ok {
-		od = prev
-	} else {
-		d.open[name] = od
-	}
-	d.mu.Unlock()
-	return od, nil
+	return &DeltaLocation{Name: name, Dir: dir, Root: root, FS: os.DirFS(dir)}, nil
 }

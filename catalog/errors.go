@@ -13,4 +13,7 @@ var (
 	ErrUnavailable = errors.New("catalog: unavailable")
 	// ErrInvalidConfig reports a configuration that cannot open a catalog.
 	ErrInvalidConfig = errors.New("catalog: invalid configuration")
+	// ErrAmbiguous reports a table name that two sources serve (a Delta
+	// table and a table of the Iceberg catalog): neither is served under it.
+	ErrAmbiguous = errors.New("catalog: table name served twice")
 )

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 
 	"github.com/apache/iceberg-go"
@@ -17,11 +18,28 @@ import (
 // the table's commits, which never change once written. It is safe for
 // concurrent use.
 type DeltaSource struct {
+	fsys fs.FS
+	name string
+	opts []delta.Option
+
+	// mu guards origin and gen.
+	mu sync.Mutex
+	// origin identifies the table gen holds: its oldest log file (name,
+	// size, modification time). A table deleted and created again in the
+	// same folder has another one, and gets a new gen.
+	origin string
+	gen    *deltaGen
+}
+
+// deltaGen is one table in a Delta source's folder: its log and what was
+// read of it. A loaded state, and the plans and reads made from it, keep
+// their gen, whatever happens to the folder meanwhile.
+type deltaGen struct {
 	log  *delta.Table
 	fsys fs.FS
 	name string
 
-	// mu guards infos.
+	// mu guards infos and schemas.
 	mu sync.Mutex
 	// infos are the lineage entries of the versions read so far.
 	infos map[int64]Snapshot
@@ -29,19 +47,85 @@ type DeltaSource struct {
 	schemas map[string]*deltaSchema
 }
 
-// NewDeltaSource serves the Delta table log, whose files fsys holds (rooted
-// at the table's root folder), under name.
-func NewDeltaSource(log *delta.Table, fsys fs.FS, name string) *DeltaSource {
-	return &DeltaSource{log: log, fsys: fsys, name: name, infos: map[int64]Snapshot{},
+// NewDeltaSource serves the Delta table whose files fsys holds (rooted at
+// the table's root folder) under name; opts are the log's options
+// (delta.WithRoot). It fails with the log's error when the folder holds no
+// Delta table.
+func NewDeltaSource(ctx context.Context, fsys fs.FS, name string, opts ...delta.Option) (*DeltaSource, error) {
+	s := &DeltaSource{fsys: fsys, name: name, opts: opts}
+	if err := s.reset(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// reset opens the log afresh and empties the caches.
+func (s *DeltaSource) reset(ctx context.Context) error {
+	log, err := delta.Open(ctx, s.fsys, s.name, s.opts...)
+	if err != nil {
+		return deltaError(s.name, err)
+	}
+	origin, err := s.originOf()
+	if err != nil {
+		return err
+	}
+	g := &deltaGen{log: log, fsys: s.fsys, name: s.name, infos: map[int64]Snapshot{},
 		schemas: map[string]*deltaSchema{}}
+	s.mu.Lock()
+	s.origin, s.gen = origin, g
+	s.mu.Unlock()
+	return nil
+}
+
+// originOf identifies the table in the folder now: its oldest log file.
+func (s *DeltaSource) originOf() (string, error) {
+	entries, err := fs.ReadDir(s.fsys, "_delta_log")
+	if err != nil {
+		return "", deltaError(s.name, err)
+	}
+	for _, e := range entries { // sorted by name: the oldest version first
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") && !strings.HasSuffix(e.Name(), ".parquet") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile (log cleanup)
+		}
+		return fmt.Sprintf("%s/%d/%d", e.Name(), info.Size(), info.ModTime().UnixNano()), nil
+	}
+	return "", nil
 }
 
 // Load returns the table's current state: its versions and their commits,
-// as the engine's Table.
+// as the engine's Table. When the folder holds another table than the one
+// read before (deleted and created again), what was read of the old one
+// is dropped first: versions of the two are unrelated.
 func (s *DeltaSource) Load(ctx context.Context) (Table, error) {
-	vs, err := s.log.Versions(ctx)
+	origin, err := s.originOf()
 	if err != nil {
-		return nil, deltaError(s.name, err)
+		return nil, err
+	}
+	s.mu.Lock()
+	changed := origin != s.origin
+	s.mu.Unlock()
+	if changed {
+		// Log cleanup also changes the oldest file: starting over then
+		// costs reads, never a wrong answer.
+		if err := s.reset(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	g := s.gen
+	s.mu.Unlock()
+	return g.load(ctx)
+}
+
+// load reads the table's current state.
+func (g *deltaGen) load(ctx context.Context) (Table, error) {
+	vs, err := g.log.Versions(ctx)
+	if err != nil {
+		return nil, deltaError(g.name, err)
 	}
 	// The lineage starts at the oldest version whose commit is there, with
 	// every later one: its changes can be read without the state before
@@ -50,13 +134,13 @@ func (s *DeltaSource) Load(ctx context.Context) (Table, error) {
 	first, withCommit := max(vs.EarliestStart, 0), true
 	if vs.EarliestStart > 0 {
 		var err error
-		if first, withCommit, err = s.oldestCommit(ctx, vs.EarliestStart); err != nil {
+		if first, withCommit, err = g.oldestCommit(ctx, vs.EarliestStart); err != nil {
 			return nil, err
 		}
 	}
-	t := &deltaTable{src: s, versions: vs, first: first}
+	t := &deltaTable{src: g, versions: vs, first: first}
 	for v := first; v <= vs.Latest; v++ {
-		info, err := s.info(ctx, v, v == first && !withCommit)
+		info, err := g.info(ctx, v, v == first && !withCommit)
 		if err != nil {
 			return nil, err
 		}
@@ -67,9 +151,9 @@ func (s *DeltaSource) Load(ctx context.Context) (Table, error) {
 		}
 		t.lineage = append(t.lineage, info)
 	}
-	p, _, err := s.log.Metadata(ctx, vs.Latest)
+	p, _, err := g.log.Metadata(ctx, vs.Latest)
 	if err != nil {
-		return nil, deltaError(s.name, err)
+		return nil, deltaError(g.name, err)
 	}
 	t.readerVersion = p.MinReaderVersion
 	return t, nil
@@ -79,7 +163,7 @@ func (s *DeltaSource) Load(ctx context.Context) (Table, error) {
 // whose state can be rebuilt, every later commit present) whose commit and
 // every later one are still there, or start itself with false when its
 // commit is gone.
-func (s *DeltaSource) oldestCommit(ctx context.Context, start int64) (int64, bool, error) {
+func (s *deltaGen) oldestCommit(ctx context.Context, start int64) (int64, bool, error) {
 	has := func(v int64) (bool, error) {
 		_, err := s.log.Commit(ctx, v)
 		switch {
@@ -111,7 +195,7 @@ func (s *DeltaSource) oldestCommit(ctx context.Context, start int64) (int64, boo
 // info returns the lineage entry of version v; oldest is set for the
 // oldest readable version of a table whose earlier history was cleaned up,
 // which has no parent a window can start from.
-func (s *DeltaSource) info(ctx context.Context, v int64, oldest bool) (Snapshot, error) {
+func (s *deltaGen) info(ctx context.Context, v int64, oldest bool) (Snapshot, error) {
 	s.mu.Lock()
 	info, ok := s.infos[v]
 	s.mu.Unlock()
@@ -166,7 +250,7 @@ func deltaError(name string, err error) error {
 // Table seam. Versions are its snapshots: version v's id, sequence number
 // and commit_seq are v, and its parent is v-1.
 type deltaTable struct {
-	src      *DeltaSource
+	src      *deltaGen
 	versions delta.Versions
 	// first is the oldest version served; lineage has the versions from
 	// first to the latest, in order.

@@ -30,7 +30,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/format/delta"
 )
 
 // deltaFixtureDir is where the Delta fixtures are.
@@ -63,12 +62,11 @@ func (ts deltaTables) ListTables(context.Context) ([]string, error) {
 // openDelta serves the Delta table in dir as name.
 func openDelta(t *testing.T, dir, name string) *feed.DeltaSource {
 	t.Helper()
-	fsys := os.DirFS(dir)
-	log, err := delta.Open(context.Background(), fsys, name)
+	src, err := feed.NewDeltaSource(context.Background(), os.DirFS(dir), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return feed.NewDeltaSource(log, fsys, name)
+	return src
 }
 
 type deltaExpected struct {

@@ -59,7 +59,8 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, feed.ErrResyncRequired),
 		errors.Is(err, feed.ErrUnsupported), errors.Is(err, feed.ErrInconsistentSnapshot),
 		errors.Is(err, feed.ErrUnreadable),
-		errors.Is(err, feed.ErrSchemaChanged):
+		errors.Is(err, feed.ErrSchemaChanged),
+		errors.Is(err, catalog.ErrAmbiguous):
 		return codes.FailedPrecondition
 	case errors.Is(err, feed.ErrTooLarge),
 		errors.Is(err, ErrMessageTooLarge),

@@ -63,7 +63,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 
-	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*feed.DeltaSource{}}
+	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*feed.DeltaSource{},
+		checked: map[string]time.Time{}}
 	if cfg.Delta.Enabled() {
 		tables.delta = catalog.NewDeltaTables(cfg.Delta)
 		if err := tables.checkDeltaNames(ctx); err != nil {

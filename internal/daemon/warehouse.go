@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/format/delta"
 )
 
 // prepareWarehouse checks the catalog configuration before it is opened
@@ -61,14 +63,26 @@ type suggestingTables struct {
 	authz *auth.Authorizer
 	// delta serves the Delta tables (nil: none), each through its one
 	// long-lived source.
-	delta   *catalog.DeltaTables
-	mu      sync.Mutex // guards sources
+	delta *catalog.DeltaTables
+	mu    sync.Mutex // guards sources and checked
+	// sources are the Delta tables' sources, by name.
 	sources map[string]*feed.DeltaSource
+	// checked is when each Delta table's name was last found free in the
+	// Iceberg catalog.
+	checked map[string]time.Time
 }
+
+// nameCheckInterval is how often a Delta table's name is looked up in the
+// Iceberg catalog: a table created there under the same name stops both
+// from being served within this time.
+const nameCheckInterval = 10 * time.Second
 
 // Load loads a table of either format.
 func (s *suggestingTables) Load(ctx context.Context, name string) (feed.Table, error) {
 	if s.delta != nil && s.delta.Has(name) {
+		if err := s.checkName(ctx, name); err != nil {
+			return nil, err
+		}
 		src, err := s.deltaSource(ctx, name)
 		if err != nil {
 			return nil, err
@@ -82,6 +96,35 @@ func (s *suggestingTables) Load(ctx context.Context, name string) (feed.Table, e
 	return feed.IcebergTable(tbl), nil
 }
 
+// checkName refuses a Delta table whose name the Iceberg catalog also
+// serves (created there, or the Delta folder created, after start): which
+// one a client meant cannot be known.
+func (s *suggestingTables) checkName(ctx context.Context, name string) error {
+	s.mu.Lock()
+	last, ok := s.checked[name]
+	s.mu.Unlock()
+	if ok && time.Since(last) < nameCheckInterval {
+		return nil
+	}
+	if _, err := s.Catalog.LoadTable(ctx, name); err == nil {
+		loc, _ := s.delta.Locate(name)
+		dir := ""
+		if loc != nil {
+			dir = " (folder " + loc.Dir + ")"
+		}
+		return fmt.Errorf("%w: %s is both a Delta table%s and a table of the Iceberg catalog, so neither is "+
+			"served: rename one, or name the Delta table otherwise in delta.tables", catalog.ErrAmbiguous, name, dir)
+	} else if !errors.Is(err, catalog.ErrTableNotFound) {
+		// The catalog cannot say: serve the Delta table, and ask again
+		// next time.
+		return nil
+	}
+	s.mu.Lock()
+	s.checked[name] = time.Now()
+	s.mu.Unlock()
+	return nil
+}
+
 // deltaSource returns the source of the Delta table name.
 func (s *suggestingTables) deltaSource(ctx context.Context, name string) (*feed.DeltaSource, error) {
 	s.mu.Lock()
@@ -90,16 +133,19 @@ func (s *suggestingTables) deltaSource(ctx context.Context, name string) (*feed.
 	if ok {
 		return src, nil
 	}
-	od, err := s.delta.Open(ctx, name)
+	loc, err := s.delta.Locate(name)
+	if err != nil {
+		return nil, err
+	}
+	src, err = feed.NewDeltaSource(ctx, loc.FS, name, delta.WithRoot(loc.Root))
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if src, ok := s.sources[name]; ok {
-		return src, nil
+	if prev, ok := s.sources[name]; ok {
+		return prev, nil
 	}
-	src = feed.NewDeltaSource(od.Log, od.FS, name)
 	s.sources[name] = src
 	return src, nil
 }
@@ -114,6 +160,8 @@ func (s *suggestingTables) ListTables(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A name both serve is listed once; loading it says why it is not
+	// served.
 	names = append(names, more...)
 	slices.Sort(names)
 	return slices.Compact(names), nil
