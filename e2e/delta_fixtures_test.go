@@ -13,24 +13,20 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
+	"github.com/sluicefeed/sluice/internal/deltafx"
 )
 
 // deltaFixtureDir holds the Delta fixtures, relative to e2e/.
@@ -105,54 +101,11 @@ func serveDeltaFixtures(t *testing.T, args ...string) (*flightd, string) {
 	return startFlightd(t, args...), root
 }
 
-type deltaExpected struct {
-	Table   string `json:"table"`
-	Queries []struct {
-		ID      string `json:"id"`
-		Request struct {
-			StartVersion    *int64 `json:"start_version"`
-			EndVersion      *int64 `json:"end_version"`
-			StartTimestamp  string `json:"start_timestamp"`
-			EndTimestamp    string `json:"end_timestamp"`
-			PredicateSQL    string `json:"predicate_sql"`
-			AllowOutOfRange bool   `json:"allow_out_of_range"`
-		} `json:"request"`
-		Columns     []string         `json:"columns"`
-		Rows        []map[string]any `json:"rows"`
-		ExpectError any              `json:"expect_error"`
-	} `json:"queries"`
-}
-
-// deltaOutOfRange says how Sluice answers the fixtures' out-of-range
-// queries, which the peers refuse (feed/delta_fixtures_test.go): a window
-// that starts at or after the latest version is empty (how a follower sees
-// "nothing new"); the others are refused with a message saying this and
-// the code given.
-var deltaOutOfRange = map[string]struct {
-	msg  string
-	code codes.Code
-}{
-	"delta-rs:test_load_version_out_of_range":                         {"empty", codes.OK},
-	"delta-rs:test_load_timestamp_out_of_range":                       {"empty", codes.OK},
-	"delta-kernel-rs:invalid_range_end_before_start":                  {"empty", codes.OK},
-	"delta-rs:test_load_bad_version_range":                            {"swap them", codes.InvalidArgument},
-	"delta-kernel-rs:invalid_range_start_after_last_version_of_table": {"is not a snapshot", codes.NotFound},
-}
-
-func readDeltaExpected(t *testing.T, path string) deltaExpected {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var exp deltaExpected
-	dec := json.NewDecoder(f)
-	dec.UseNumber()
-	if err := dec.Decode(&exp); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return exp
+// deltaCodes are the codes of Sluice's refusals of the peers' refused
+// queries (deltafx.Refusals says which and why).
+var deltaCodes = map[string]codes.Code{
+	"delta-rs:test_load_bad_version_range":                            codes.InvalidArgument,
+	"delta-kernel-rs:invalid_range_start_after_last_version_of_table": codes.NotFound,
 }
 
 // TestDeltaFixtures reads every query of every testdata/delta/*/EXPECTED.json
@@ -177,112 +130,48 @@ func TestDeltaFixtures(t *testing.T) {
 	}
 	queries := 0
 	for _, path := range paths {
-		exp := readDeltaExpected(t, path)
+		exp, err := deltafx.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
 		name := "delta." + filepath.Base(filepath.Dir(path))
 		t.Run(filepath.Base(filepath.Dir(path)), func(t *testing.T) {
 			for _, q := range exp.Queries {
 				queries++
 				t.Run(q.ID, func(t *testing.T) {
-					req := sluice.ChangeRequest{Table: name}
-					r := q.Request
-					if r.StartVersion != nil && *r.StartVersion > 0 {
-						from := *r.StartVersion - 1
-						req.FromSnapshot = &from
+					w, err := q.Window()
+					if err != nil {
+						t.Fatal(err)
 					}
-					req.ToSnapshot = r.EndVersion
-					if r.StartTimestamp != "" {
-						ts := deltaParseTime(t, r.StartTimestamp) - 1
-						req.FromTimestampMs = &ts
-					}
-					if r.EndTimestamp != "" {
-						ts := deltaParseTime(t, r.EndTimestamp)
-						req.ToTimestampMs = &ts
-					}
-					req.Filter = deltaFilter(r.PredicateSQL)
+					req := sluice.ChangeRequest{Table: name, FromSnapshot: w.FromSnapshot, ToSnapshot: w.ToSnapshot,
+						FromTimestampMs: w.FromTimestampMs, ToTimestampMs: w.ToTimestampMs, Filter: w.Filter}
 					got, err := deltaRowsGo(ctx, client, req)
 					if q.ExpectError != nil {
-						want, ok := deltaOutOfRange[q.ID]
+						want, ok := deltafx.Refusals[q.ID]
 						switch {
 						case !ok:
 							t.Fatalf("no Sluice answer recorded for the peer's error %v", q.ExpectError)
-						case want.msg == "empty":
+						case want.Empty:
 							if err != nil || len(got) != 0 {
 								t.Fatalf("got %d rows, err %v; want an empty window", len(got), err)
 							}
-						case err == nil || !strings.Contains(err.Error(), want.msg) || sluice.Code(err) != want.code:
-							t.Fatalf("got err %v, want %s saying %q", err, want.code, want.msg)
+						case err == nil || !strings.Contains(err.Error(), want.Says) || sluice.Code(err) != deltaCodes[q.ID]:
+							t.Fatalf("got err %v, want %s saying %q", err, deltaCodes[q.ID], want.Says)
 						}
 						return
 					}
 					if err != nil {
 						t.Fatal(err)
 					}
-					compareDeltaRows(t, q.ID, r.PredicateSQL, q.Columns, got, q.Rows)
+					if d := deltafx.Compare(q, got); d != "" {
+						t.Error(d)
+					}
 				})
 			}
 		})
 	}
 	if queries < 28 {
 		t.Fatalf("%d queries in the fixtures, want the 28 testdata/delta/README.md counts", queries)
-	}
-}
-
-// compareDeltaRows compares the flattened rows got with the peer's rows
-// want over cols, with the differences feed/delta_fixtures_test.go states.
-func compareDeltaRows(t *testing.T, id, predicate string, cols []string, got []map[string]string, want []map[string]any) {
-	t.Helper()
-	var gotKeys, wantKeys []string
-	for _, row := range got {
-		gotKeys = append(gotKeys, deltaKey(row, cols))
-	}
-	for _, row := range want {
-		norm := map[string]string{}
-		for k, v := range row {
-			norm[k] = deltaJSONValue(v)
-		}
-		wantKeys = append(wantKeys, deltaKey(norm, cols))
-	}
-	switch {
-	case id == "delta-rs:test_respect_ict":
-		// delta-rs keeps or skips each commit on its own timestamp, and
-		// skips commit 1, whose inCommitTimestamp was edited to lie before
-		// the start. A Sluice window is one contiguous range of commits,
-		// resolved as Spark resolves startingTimestamp: commits 0..3.
-		// Commit 1's rows carry its in-commit timestamp.
-		var rest []string
-		ict := 0
-		for _, row := range got {
-			if row["_commit_version"] == "1" {
-				if row["_commit_timestamp"] != "2023-05-12T06:50:06.883" || row["_change_type"] != "insert" {
-					t.Errorf("commit 1 row %v: want an insert at its in-commit timestamp", row)
-				}
-				ict++
-				continue
-			}
-			rest = append(rest, deltaKey(row, cols))
-		}
-		if ict != 4 {
-			t.Errorf("%d rows of commit 1, want its 4 inserts", ict)
-		}
-		gotKeys = rest
-	case id == "delta-kernel-rs:update_operations":
-		// Commits holding only update_pre (1) or only update_post (2)
-		// rows: an update image without its other half is, in Sluice's
-		// vocabulary, a delete or an insert.
-		for i, k := range wantKeys {
-			k = strings.Replace(k, "_change_type=update_pre ", "_change_type=delete ", 1)
-			wantKeys[i] = strings.Replace(k, "_change_type=update_post ", "_change_type=insert ", 1)
-		}
-	case predicate != "":
-		// The peer filters flat rows one by one; Sluice keeps both images
-		// of an update when either matches.
-		gotKeys = deltaDropPairedImages(got, cols, wantKeys)
-	}
-	slices.Sort(gotKeys)
-	slices.Sort(wantKeys)
-	if !slices.Equal(gotKeys, wantKeys) {
-		t.Errorf("rows differ (columns %v)\n got:\n  %s\nwant:\n  %s", cols,
-			strings.Join(gotKeys, "\n  "), strings.Join(wantKeys, "\n  "))
 	}
 }
 
@@ -303,7 +192,7 @@ func deltaRowsGo(ctx context.Context, c *sluice.Client, req sluice.ChangeRequest
 		if b.Meta.CommitSeq != b.Meta.Snapshot {
 			return nil, fmt.Errorf("a batch of version %d says commit_seq %d", b.Meta.Snapshot, b.Meta.CommitSeq)
 		}
-		rows, err := deltaFlatten(b.Record)
+		rows, err := deltafx.Flatten(b.Record)
 		if err != nil {
 			return nil, err
 		}
@@ -315,135 +204,4 @@ func deltaRowsGo(ctx context.Context, c *sluice.Client, req sluice.ChangeRequest
 		out = append(out, rows...)
 	}
 	return out, nil
-}
-
-// deltaFlatten turns a change batch into Delta CDF rows: the image's
-// columns, _change_type, _commit_version and _commit_timestamp.
-func deltaFlatten(rec arrow.RecordBatch) ([]map[string]string, error) {
-	ops := rec.Column(0).(*array.String)
-	before, after := rec.Column(1).(*array.Struct), rec.Column(2).(*array.Struct)
-	snaps := rec.Column(3).(*array.Int64)
-	ts := rec.Column(4).(*array.Timestamp)
-	var out []map[string]string
-	for i := range int(rec.NumRows()) {
-		row := map[string]string{}
-		img := after
-		switch ops.Value(i) {
-		case sluice.OpInsert:
-			row["_change_type"] = "insert"
-		case sluice.OpDelete:
-			row["_change_type"], img = "delete", before
-		case sluice.OpUpdateBefore:
-			row["_change_type"], img = "update_preimage", before
-		case sluice.OpUpdateAfter:
-			row["_change_type"] = "update_postimage"
-		default:
-			return nil, fmt.Errorf("unexpected op %q", ops.Value(i))
-		}
-		st := img.DataType().(*arrow.StructType)
-		for f := range st.NumFields() {
-			row[st.Field(f).Name] = deltaArrowValue(img.Field(f), i)
-		}
-		row["_commit_version"] = strconv.FormatInt(snaps.Value(i), 10)
-		row["_commit_timestamp"] = time.UnixMicro(int64(ts.Value(i))).UTC().Format("2006-01-02T15:04:05.000")
-		out = append(out, row)
-	}
-	return out, nil
-}
-
-// deltaDropPairedImages returns the keys of the rows of got, without the
-// update images whose other half (same id and version) is among want and
-// that are not among want themselves.
-func deltaDropPairedImages(got []map[string]string, cols []string, want []string) []string {
-	wanted := map[string]int{}
-	for _, k := range want {
-		wanted[k]++
-	}
-	var out []string
-	for _, row := range got {
-		k := deltaKey(row, cols)
-		if wanted[k] > 0 {
-			wanted[k]--
-			out = append(out, k)
-			continue
-		}
-		other := map[string]string{"update_preimage": "update_postimage", "update_postimage": "update_preimage"}[row["_change_type"]]
-		paired := false
-		for _, o := range got {
-			if other != "" && o["_change_type"] == other && o["id"] == row["id"] && o["_commit_version"] == row["_commit_version"] {
-				paired = true
-			}
-		}
-		if !paired {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-func deltaParseTime(t *testing.T, s string) int64 {
-	t.Helper()
-	ts, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ts.UnixMilli()
-}
-
-var sqlDate = regexp.MustCompile(`DATE '`)
-
-// deltaFilter turns the peers' SQL predicates into Sluice's filter grammar
-// (dates are quoted strings).
-func deltaFilter(sql string) string {
-	return sqlDate.ReplaceAllString(sql, "'")
-}
-
-func deltaKey(row map[string]string, cols []string) string {
-	parts := make([]string, len(cols))
-	for i, c := range cols {
-		v, ok := row[c]
-		if !ok {
-			v = "<absent>"
-		}
-		parts[i] = c + "=" + v
-	}
-	return strings.Join(parts, " ")
-}
-
-func deltaJSONValue(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case json.Number:
-		if n, err := x.Int64(); err == nil {
-			return strconv.FormatInt(n, 10)
-		}
-		f, _ := x.Float64()
-		return strconv.FormatFloat(f, 'g', -1, 64)
-	case bool:
-		return strconv.FormatBool(x)
-	case string:
-		return x
-	}
-	return fmt.Sprint(v)
-}
-
-func deltaArrowValue(a arrow.Array, i int) string {
-	if a.IsNull(i) {
-		return "null"
-	}
-	switch c := a.(type) {
-	case *array.Float64:
-		return strconv.FormatFloat(c.Value(i), 'g', -1, 64)
-	case *array.Float32:
-		return strconv.FormatFloat(float64(c.Value(i)), 'g', -1, 32)
-	case *array.Date32:
-		return c.Value(i).ToTime().UTC().Format("2006-01-02")
-	case *array.Decimal128:
-		return c.Value(i).ToString(c.DataType().(*arrow.Decimal128Type).Scale)
-	case *array.Timestamp:
-		unit := c.DataType().(*arrow.TimestampType).Unit
-		return c.Value(i).ToTime(unit).UTC().Format("2006-01-02T15:04:05.000000")
-	}
-	return a.ValueStr(i)
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
+	"github.com/sluicefeed/sluice/internal/deltafx"
 )
 
 // The tests of this file serve a copy of the Delta fixtures
@@ -394,7 +395,7 @@ func TestDelta(t *testing.T) {
 		}
 		want := map[string]int{}
 		for _, row := range feed {
-			k := deltaKey(row, []string{"value"})
+			k := deltafx.Key(row, []string{"value"})
 			switch row["_change_type"] {
 			case "insert":
 				want[k]++
@@ -422,7 +423,7 @@ func TestDelta(t *testing.T) {
 				if !b.Meta.FullState || b.Meta.Snapshot != 1 || b.Meta.CommitSeq != 1 {
 					t.Errorf("%s: a batch %+v, want the full state at version 1", start, b.Meta)
 				}
-				rows, err := deltaFlatten(b.Record)
+				rows, err := deltafx.Flatten(b.Record)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -430,7 +431,7 @@ func TestDelta(t *testing.T) {
 					if row["_change_type"] != "insert" {
 						t.Errorf("%s: a %s in the full state", start, row["_change_type"])
 					}
-					got[deltaKey(row, []string{"value"})]++
+					got[deltafx.Key(row, []string{"value"})]++
 					n++
 				}
 			}

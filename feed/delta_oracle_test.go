@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/internal/deltafx"
 )
 
 type deltaWritten struct {
@@ -184,14 +185,14 @@ func deltaState(rows []map[string]any, cols []string) deltaStateSet {
 	for _, r := range rows {
 		norm := map[string]string{}
 		for k, v := range r {
-			norm[k] = deltaJSONValue(v)
+			norm[k] = deltafx.JSONValue(v)
 		}
 		for _, c := range cols {
 			if _, ok := norm[c]; !ok {
 				norm[c] = "null" // a column added after the row was written
 			}
 		}
-		st[deltaKey(norm, cols)]++
+		st[deltafx.Key(norm, cols)]++
 	}
 	return st
 }
@@ -223,7 +224,7 @@ func deltaChanges(eng *feed.Engine, req feed.Request) ([]deltaChange, error) {
 			st := img.DataType().(*arrow.StructType)
 			row := map[string]string{}
 			for f := range st.NumFields() {
-				row[st.Field(f).Name] = deltaStateValue(img.Field(f), i)
+				row[st.Field(f).Name] = deltafx.Value(img.Field(f), i)
 			}
 			return row
 		}
@@ -235,26 +236,13 @@ func deltaChanges(eng *feed.Engine, req feed.Request) ([]deltaChange, error) {
 	return out, nil
 }
 
-// deltaStateValue encodes a value as the written fixtures do (timestamps
-// in microseconds with a Z).
-func deltaStateValue(a arrow.Array, i int) string {
-	if ts, ok := a.(*array.Timestamp); ok && !a.IsNull(i) {
-		tt := ts.DataType().(*arrow.TimestampType)
-		if tt.TimeZone == "" {
-			return ts.Value(i).ToTime(tt.Unit).UTC().Format("2006-01-02T15:04:05.000000")
-		}
-		return ts.Value(i).ToTime(tt.Unit).UTC().Format("2006-01-02T15:04:05.000000Z")
-	}
-	return deltaArrowValue(a, i)
-}
-
 func deltaApply(st deltaStateSet, changes []deltaChange, cols []string) error {
 	for _, c := range changes {
 		switch c.op {
 		case feed.OpInsert, feed.OpUpdateAfter:
-			st[deltaKey(c.after, cols)]++
+			st[deltafx.Key(c.after, cols)]++
 		case feed.OpDelete, feed.OpUpdateBefore:
-			k := deltaKey(c.before, cols)
+			k := deltafx.Key(c.before, cols)
 			if st[k] == 0 {
 				return fmt.Errorf("%s of a row not in the state: %s", c.op, k)
 			}
