@@ -26,7 +26,7 @@ const changeTypeColumn = "_change_type"
 // Parquet reader: columns by physical name or field id (column mapping),
 // partition values as constants, deletion vectors applied by the engine.
 type deltaFiles struct {
-	src       *DeltaSource
+	src       *deltaGen
 	name      string
 	mem       memory.Allocator
 	end       *iceberg.Schema
@@ -54,7 +54,7 @@ type deltaTarget struct {
 	partition []*delta.StructField
 }
 
-func newDeltaFiles(ctx context.Context, e *Engine, p *Plan, src *DeltaSource) (*deltaFiles, error) {
+func newDeltaFiles(ctx context.Context, e *Engine, p *Plan, src *deltaGen) (*deltaFiles, error) {
 	sc, err := src.schema(ctx, *p.To)
 	if err != nil {
 		return nil, err

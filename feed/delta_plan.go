@@ -48,7 +48,7 @@ type deltaSchema struct {
 
 // schema returns the schema of version v, after checking that Sluice can
 // read the table's protocol at v.
-func (s *DeltaSource) schema(ctx context.Context, v int64) (*deltaSchema, error) {
+func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 	p, m, err := s.log.Metadata(ctx, v)
 	if err != nil {
 		return nil, deltaError(s.name, err)
@@ -166,7 +166,7 @@ func recordCount(stats string) int64 {
 
 // deltaPlanner plans the versions of a window of a Delta table.
 type deltaPlanner struct {
-	src  *DeltaSource
+	src  *deltaGen
 	name string
 	// prune skips added files the filter rules out by their partition
 	// values and statistics (nil: no filter to push down).
