@@ -30,7 +30,10 @@ type Config struct {
 	// MemRows is the rows of the bounded-memory workload, in files of
 	// MemFileRows (0: skip it).
 	MemRows, MemFileRows int
-	Log                  io.Writer
+	// DeltaRows is the rows of the Delta workload (0: Rows). Its arms run
+	// when Python is set; that Python needs deltalake and numpy too.
+	DeltaRows int
+	Log       io.Writer
 }
 
 // Arm is one measured way of reading.
@@ -74,6 +77,11 @@ type Report struct {
 	Arms    []Arm
 	Started time.Time
 	Refs    map[string]string
+	// LoadStart and LoadEnd are the machine's load averages (1, 5 and 15
+	// minutes) when the run started and when it ended.
+	LoadStart, LoadEnd string
+	// Delta is what the Delta arms found (nil when they did not run).
+	Delta *DeltaReport
 }
 
 func (c Config) logf(format string, args ...any) {
@@ -84,7 +92,7 @@ func (c Config) logf(format string, args ...any) {
 
 // Run builds the workloads and measures every arm.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	rep := &Report{Started: time.Now(), Refs: map[string]string{}}
+	rep := &Report{Started: time.Now(), Refs: map[string]string{}, LoadStart: loadAverage()}
 	wh := filepath.Join(cfg.Work, "warehouse")
 	if err := os.RemoveAll(wh); err != nil {
 		return nil, err
@@ -303,7 +311,29 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 	}
+
+	// Delta: tables delta-rs wrote, Sluice against delta-rs's own feed.
+	if cfg.Python != "" {
+		if err := runDelta(ctx, cfg, wh, rep); err != nil {
+			return nil, fmt.Errorf("delta: %w", err)
+		}
+	}
+	rep.LoadEnd = loadAverage()
 	return rep, nil
+}
+
+// loadAverage returns the machine's load averages over 1, 5 and 15
+// minutes ("" when unknown).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], ", ")
 }
 
 // selfCPU returns the CPU time this process has used, in seconds.
@@ -363,10 +393,12 @@ type flightdProc struct {
 	addr string
 }
 
-func startFlightd(ctx context.Context, cfg Config, wh string) (*flightdProc, error) {
+// startFlightd starts flightd on the warehouse wh, with extra flags.
+func startFlightd(ctx context.Context, cfg Config, wh string, extra ...string) (*flightdProc, error) {
 	ready := filepath.Join(cfg.Work, fmt.Sprintf("ready-%d", time.Now().UnixNano()))
-	cmd := exec.CommandContext(ctx, cfg.Flightd, "--warehouse", wh, "--listen", "127.0.0.1:0", "--ready-file", ready,
-		"--log-level", "warn")
+	args := append([]string{"--warehouse", wh, "--listen", "127.0.0.1:0", "--ready-file", ready, "--log-level", "warn"},
+		extra...)
+	cmd := exec.CommandContext(ctx, cfg.Flightd, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
