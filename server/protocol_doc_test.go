@@ -66,6 +66,7 @@ var docSentinels = []struct {
 	{"feed.ErrInconsistentSnapshot", feed.ErrInconsistentSnapshot, "disagree with its summary"},
 	{"feed.ErrUnreadable", feed.ErrUnreadable, "unreadable table file"},
 	{"feed.ErrSchemaChanged", feed.ErrSchemaChanged, "schema changed"},
+	{"catalog.ErrAmbiguous", catalog.ErrAmbiguous, "served twice"},
 	{"feed.ErrTooLarge", feed.ErrTooLarge, "a single row"},
 	{"ErrMessageTooLarge", ErrMessageTooLarge, "would encode"},
 	{"ErrLimit", ErrLimit, "a server limit"},
