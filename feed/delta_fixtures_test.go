@@ -12,8 +12,8 @@ package feed_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,4 +136,34 @@ func deltaRows(eng *feed.Engine, req feed.Request) ([]map[string]string, error) 
 		out = append(out, rows...)
 	}
 	return out, nil
+}
+
+// TestDeltaStreamFromTimestampBeforeHistory: a stream starting at a time
+// before the retained history of a Delta table (checkpoint-cdf-table:
+// commits 0-2 cleaned up, commit 3 kept) starts after the expired parent of
+// the oldest retained commit, as a window from that time does: it yields
+// versions 3 to 5, then ends (no follow).
+func TestDeltaStreamFromTimestampBeforeHistory(t *testing.T) {
+	const name = "delta.checkpoint-cdf-table"
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng := feed.New(deltaTables{name: openDelta(t, filepath.Join(deltaFixtureDir, "checkpoint-cdf-table"), name)},
+		feed.Options{Allocator: mem})
+	ts := int64(0)
+	var versions []int64
+	for ev, err := range eng.Stream(context.Background(), feed.StreamRequest{
+		Request: feed.Request{Table: name, FromTimestampMs: &ts}, Start: feed.StartFromTimestamp}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Batch.Record != nil {
+			if ev.Kind == feed.StreamChanges && ev.Batch.SnapshotComplete {
+				versions = append(versions, ev.Batch.Snapshot.ID)
+			}
+			ev.Batch.Record.Release()
+		}
+	}
+	if fmt.Sprint(versions) != "[3 4 5]" {
+		t.Fatalf("versions %v, want [3 4 5]", versions)
+	}
 }

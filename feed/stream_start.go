@@ -91,6 +91,11 @@ func (s *streamer) startPosition(ctx context.Context) (position, error) {
 		switch {
 		case len(lineage) == 0:
 			pos.notBefore = &ts
+		case i == 0 && hist.Expired && hist.timeOrdered && lineage[0].ParentID != nil:
+			// Commit times grow along the lineage (Delta): start where a
+			// window from that time starts, after the expired parent of
+			// the oldest retained commit.
+			pos.from = lineage[0].ParentID
 		case i == 0 && hist.Expired:
 			return position{}, fmt.Errorf("%w: from_timestamp_ms %d: the first retained snapshot of table %s (%d) "+
 				"was committed at %d, at or after that time, and the history before it has expired%s",
