@@ -4,34 +4,44 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/internal/pqread"
 )
 
-// icebergFiles reads the data files of an Iceberg plan with iceberg-go's
-// scan, and its delete files itself.
+// icebergFiles reads the data files of an Iceberg plan with the engine's
+// own Parquet reader (internal/pqread), in the engine's goroutines, and its
+// delete files itself; iceberg-go plans (manifests, which delete files
+// apply to which data file). A data file the engine cannot match columns in
+// (see icebergTarget.fileColumns), and one that is not Parquet, is read with
+// iceberg-go's scan instead, as all were before.
 type icebergFiles struct {
-	tbl  *table.Table
-	fs   iceio.IO
-	name string
-	end  *iceberg.Schema
-	// scan reads appended and live files in the plan's scan columns, with
-	// their deletes applied.
-	scan *table.Scan
-	// full reads every column of the window's end schema, narrow the
-	// columns the changes need (nil: same as full); neither applies deletes
-	// (tasks are built without delete files).
-	full, narrow *table.Scan
-	index        *deleteIndex
-	stats        *counters
-	// mu guards footers.
+	tbl       *table.Table
+	fs        iceio.IO
+	name      string
+	end       *iceberg.Schema
+	mem       memory.Allocator
+	mapping   iceberg.NameMapping
+	batchRows int
+	// concurrency bounds the data files live reads at once.
+	concurrency int
+	// scan holds the plan's scan columns, read for appended and live
+	// files with their deletes applied; full every column of the window's
+	// end schema, narrow the columns the changes need; neither applies
+	// deletes.
+	scan, full, narrow *icebergTarget
+	index              *deleteIndex
+	stats              *counters
+	// mu guards footers and metas.
 	mu      sync.Mutex
 	footers map[string]*footer
+	metas   map[string]*pqread.Meta
 }
 
 func newIcebergFiles(ctx context.Context, e *Engine, p *Plan, tbl *table.Table) (*icebergFiles, error) {
@@ -39,73 +49,133 @@ func newIcebergFiles(ctx context.Context, e *Engine, p *Plan, tbl *table.Table) 
 	if err != nil {
 		return nil, fmt.Errorf("open storage of table %s: %w", p.Table, err)
 	}
-	scan := func(concurrency int, fields ...string) *table.Scan {
-		// Batches of 16Ki rows: without a batch size, iceberg-go decodes a
-		// row group's columns whole (hundreds of MiB for a large file).
-		//
-		// No row filter: iceberg-go v0.7.0's scan filter drops matching rows
-		// (seen with "small >= 60" on a nullable int column of a partitioned
-		// table; TestOracle's filter cases catch it); the engine filters
-		// rows itself, with SQL's logic.
-		return tbl.Scan(table.WithSnapshotID(*p.To), table.WithSelectedFields(fields...),
+	batchRows := min(e.opts.MaxBatchRows, pqread.DefaultBatchRows)
+	f := &icebergFiles{tbl: tbl, fs: fsys, name: p.Table, end: p.end, mem: e.opts.Allocator,
+		mapping: tbl.Metadata().NameMapping(), batchRows: batchRows, concurrency: max(1, e.opts.ReadConcurrency),
+		index: newDeleteIndex(fsys, e.opts.Allocator, p.Table), stats: &e.stats,
+		footers: map[string]*footer{}, metas: map[string]*pqread.Meta{}}
+	target := func(concurrency int, cols []string) (*icebergTarget, error) {
+		if len(cols) == 1 && cols[0] == "*" {
+			cols = topLevelNames(p.end)
+		}
+		sub, err := p.end.Select(true, cols...)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnknownColumn, err)
+		}
+		// The fallback scan: batches of at most 16Ki rows (without a batch
+		// size, iceberg-go decodes a row group's columns whole), and no row
+		// filter (iceberg-go v0.7.0's scan filter drops matching rows, seen
+		// with "small >= 60" on a nullable int column of a partitioned
+		// table; the engine filters rows itself, with SQL's logic).
+		scan := tbl.Scan(table.WithSnapshotID(*p.To), table.WithSelectedFields(cols...),
 			table.WithCaseSensitive(true), table.WithMaxConcurrency(concurrency),
-			table.WithArrowBatchSize(min(e.opts.MaxBatchRows, 16<<10)))
+			table.WithArrowBatchSize(batchRows))
+		t, err := newIcebergTarget(sub.Fields(), scan)
+		if err != nil {
+			scan.Close()
+			return nil, fmt.Errorf("table %s: %w", p.Table, err)
+		}
+		return t, nil
 	}
-	f := &icebergFiles{tbl: tbl, fs: fsys, name: p.Table, end: p.end,
-		scan: scan(e.opts.ReadConcurrency, p.scanFields...), full: scan(1, "*"),
-		index: newDeleteIndex(fsys, e.opts.Allocator, p.Table), stats: &e.stats, footers: map[string]*footer{}}
-	if narrow := p.diffColumns(); len(narrow) < len(p.end.Fields()) {
-		f.narrow = scan(1, narrow...)
+	if f.scan, err = target(e.opts.ReadConcurrency, p.scanFields); err != nil {
+		return nil, err
+	}
+	if f.full, err = target(1, topLevelNames(p.end)); err != nil {
+		f.close()
+		return nil, err
+	}
+	if f.narrow, err = target(1, p.diffColumns()); err != nil {
+		f.close()
+		return nil, err
 	}
 	return f, nil
 }
 
 func (f *icebergFiles) close() {
-	f.scan.Close()
-	f.full.Close()
-	if f.narrow != nil {
-		f.narrow.Close()
+	for _, t := range []*icebergTarget{f.scan, f.full, f.narrow} {
+		if t != nil {
+			t.fallback.Close()
+		}
 	}
 }
 
+// liveItem is a batch of live rows of a task, or the error that ended its
+// read.
+type liveItem struct {
+	rec arrow.RecordBatch
+	err error
+}
+
+// live reads the tasks, up to concurrency at once, each in a goroutine of
+// its own (guarded: a panic ends the read with ErrInternal), and yields
+// their batches in task order, each task's in file order. A task read
+// ahead of the one yielded holds at most two batches.
 func (f *icebergFiles) live(ctx context.Context, snapshot int64, files liveFiles) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		tasks := files.(icebergTasks)
-		_, records, err := f.scan.ReadTasks(ctx, tasks)
-		if err != nil {
-			yield(nil, readError(f.name, snapshot, f.whichFile(ctx, tasks, err), err))
-			return
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		chans := make([]chan liveItem, len(tasks))
+		started := 0
+		defer func() {
+			cancel()
+			for _, ch := range chans[:started] {
+				for it := range ch {
+					if it.rec != nil {
+						it.rec.Release()
+					}
+				}
+			}
+			wg.Wait()
+		}()
+		start := func(i int) {
+			ch := make(chan liveItem, 2)
+			chans[i] = ch
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer close(ch)
+				send := func(it liveItem) error {
+					select {
+					case ch <- it:
+						return nil
+					case <-ctx.Done():
+						if it.rec != nil {
+							it.rec.Release()
+						}
+						return ctx.Err()
+					}
+				}
+				err := guard(func() error {
+					return f.liveTask(ctx, snapshot, tasks[i], func(rec arrow.RecordBatch) error {
+						return send(liveItem{rec: rec})
+					})
+				})
+				if err != nil && ctx.Err() == nil {
+					_ = send(liveItem{err: err})
+				}
+			}()
 		}
-		for rec, err := range records {
-			if err != nil {
-				yield(nil, readError(f.name, snapshot, f.whichFile(ctx, tasks, err), err))
+		for i := range tasks {
+			for started < len(tasks) && started < i+f.concurrency {
+				start(started)
+				started++
+			}
+			for it := range chans[i] {
+				if it.err != nil {
+					yield(nil, it.err)
+					return
+				}
+				if !yield(it.rec, nil) {
+					return
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
 				return
 			}
-			if !yield(rec, nil) {
-				return
-			}
 		}
 	}
-}
-
-// whichFile names, for an error reading several data files at once, the
-// file at fault: the first whose footer cannot be read, else all of them.
-func (f *icebergFiles) whichFile(ctx context.Context, tasks []table.FileScanTask, err error) string {
-	if len(tasks) == 1 {
-		return "data file " + tasks[0].File.FilePath()
-	}
-	if ctx.Err() == nil && !isNotExist(err) {
-		for _, t := range tasks {
-			if _, ferr := readFooter(f.fs, t.File); ferr != nil {
-				return "data file " + t.File.FilePath()
-			}
-		}
-	}
-	paths := make([]string, len(tasks))
-	for i, t := range tasks {
-		paths[i] = t.File.FilePath()
-	}
-	return "one of the data files " + strings.Join(paths, ", ")
 }
 
 func (f *icebergFiles) deletes(ctx context.Context, fd fileDiff) (before, after *fileDeletes, err error) {
@@ -124,6 +194,9 @@ func (f *icebergFiles) deletes(ctx context.Context, fd fileDiff) (before, after 
 	return before, after, nil
 }
 
+// footer returns the engine's footer of a data file the diff path reads
+// row groups of, read once per plan read (with the pqread footer its
+// batches read).
 func (f *icebergFiles) footer(df iceberg.DataFile) (*footer, error) {
 	f.mu.Lock()
 	ft, ok := f.footers[df.FilePath()]
@@ -131,10 +204,16 @@ func (f *icebergFiles) footer(df iceberg.DataFile) (*footer, error) {
 	if ok {
 		return ft, nil
 	}
-	ft, err := readFooter(f.fs, df)
+	fh, err := f.fs.Open(df.FilePath())
 	if err != nil {
 		return nil, err
 	}
+	defer fh.Close()
+	m, err := f.meta(df.FilePath(), fh, true)
+	if err != nil {
+		return nil, err
+	}
+	ft = footerOf(m, df)
 	f.mu.Lock()
 	f.footers[df.FilePath()] = ft
 	f.mu.Unlock()
@@ -211,10 +290,32 @@ func (f *icebergFiles) candidates(ctx context.Context, fd fileDiff, before, afte
 func (f *icebergFiles) batches(ctx context.Context, snapshot int64, fd fileDiff, rgs []int, whole bool,
 	fn func(rec arrow.RecordBatch, first int) error) error {
 	d := fd.src.(icebergDiff)
-	scan := f.full
-	if !whole && f.narrow != nil {
-		scan = f.narrow
+	t := f.narrow
+	if whole {
+		t = f.full
 	}
+	rows := int64(0)
+	groups, err := f.decode(ctx, snapshot, d.file, t, rgs != nil, func(*pqread.Meta) ([]int, error) { return rgs, nil },
+		func(rec arrow.RecordBatch, first int64) error {
+			rows += rec.NumRows()
+			return fn(rec, int(first))
+		})
+	if err == errUseScan {
+		return f.scanBatches(ctx, snapshot, d, t, rgs, fn)
+	}
+	if err != nil {
+		return err
+	}
+	f.stats.filesRead.Add(1)
+	f.stats.rowsDecoded.Add(rows)
+	f.stats.rowGroupsRead.Add(int64(groups))
+	return nil
+}
+
+// scanBatches is batches with iceberg-go's scan, for a file the engine
+// leaves to it.
+func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d icebergDiff, t *icebergTarget, rgs []int,
+	fn func(rec arrow.RecordBatch, first int) error) error {
 	var tasks []table.FileScanTask
 	var runs []rowGroupRun
 	var ft *footer
@@ -234,7 +335,7 @@ func (f *icebergFiles) batches(ctx context.Context, snapshot int64, fd fileDiff,
 		}
 	}
 	what := "data file " + d.file.FilePath()
-	_, records, err := scan.ReadTasks(ctx, tasks)
+	_, records, err := t.fallback.ReadTasks(ctx, tasks)
 	if err != nil {
 		return readError(f.name, snapshot, what, err)
 	}
