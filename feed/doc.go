@@ -10,7 +10,11 @@
 // (op, before, after, snapshot, ts), each batch holding the changes of one
 // snapshot, with projection and filter pushed into the Parquet reads.
 //
-// The engine reads tables through iceberg-go: it plans from manifests and
-// reads data files with iceberg-go's scanner, which applies projection by
-// field id, filters and deletes.
+// Tables come in two formats behind one seam ([Table]): Iceberg, whose
+// snapshots the engine plans from manifests with iceberg-go, and Delta Lake
+// ([DeltaSource]), whose versions it reads from the log with
+// format/delta. Either way the engine decodes data files itself, with
+// internal/pqread (columns by field id, physical name or name mapping,
+// widened to the window's end schema), in goroutines it owns and guards,
+// and applies deletes, deletion vectors and filters with its own masks.
 package feed

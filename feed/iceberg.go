@@ -62,8 +62,8 @@ func (t *icebergTable) planState(ctx context.Context, e *Engine, p *Plan, s Snap
 }
 
 // icebergTasks are Iceberg file scan tasks whose every row is live (an
-// append's added files, or a state's files with their deletes, which
-// iceberg-go's scan applies).
+// append's added files, or a state's files with their deletes, which the
+// engine applies as it reads them).
 type icebergTasks []table.FileScanTask
 
 func (ts icebergTasks) count() int { return len(ts) }

@@ -14,9 +14,9 @@ import (
 )
 
 // TestPanicInAReadEndsThatReadOnly: a panic while reading a data file, in
-// the engine's goroutines or iceberg-go's scan workers, ends that read with
-// ErrInternal (a PanicError with its stack), and the next read of the same
-// engine is served.
+// the engine's goroutines (those decoding data files included), ends that
+// read with ErrInternal (a PanicError with its stack), and the next read of
+// the same engine is served.
 func TestPanicInAReadEndsThatReadOnly(t *testing.T) {
 	ctx := context.Background()
 	h := newHistory(t, 3, 4)
@@ -38,7 +38,7 @@ func TestPanicInAReadEndsThatReadOnly(t *testing.T) {
 		name     string
 		from, to int64
 	}{
-		{"append (iceberg-go's scan workers)", snaps[0].SnapshotID, snaps[1].SnapshotID},
+		{"append (the engine's decoding goroutines)", snaps[0].SnapshotID, snaps[1].SnapshotID},
 		{"rewrite (the engine's file readers)", snaps[2].SnapshotID, snaps[3].SnapshotID},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
