@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -33,6 +34,8 @@ type deltaFiles struct {
 	schema    *deltaSchema
 	stats     *counters
 	batchRows int
+	// concurrency bounds the files live reads decode at once.
+	concurrency int
 	// scan holds the plan's scan columns, full every column of the end
 	// schema, narrow the columns the changes need.
 	scan, full, narrow *deltaTarget
@@ -60,7 +63,7 @@ func newDeltaFiles(ctx context.Context, e *Engine, p *Plan, src *deltaGen) (*del
 		return nil, err
 	}
 	f := &deltaFiles{src: src, name: p.Table, mem: e.opts.Allocator, end: p.end, schema: sc, stats: &e.stats,
-		batchRows: min(e.opts.MaxBatchRows, pqread.DefaultBatchRows), dvs: map[string]*roaring.Bitmap{},
+		batchRows: min(e.opts.MaxBatchRows, pqread.DefaultBatchRows), concurrency: e.opts.ReadConcurrency, dvs: map[string]*roaring.Bitmap{},
 		metas: map[string]*pqread.Meta{}, cdc: map[*cdcCommit]*cdcCounts{}}
 	all := topLevelNames(p.end)
 	if f.full, err = f.target(all); err != nil {
@@ -271,39 +274,44 @@ func (f *deltaFiles) dv(snapshot int64, path string, dv *delta.DeletionVector) (
 
 func (f *deltaFiles) live(ctx context.Context, snapshot int64, files liveFiles) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		stopped := false
-		for _, file := range files.(deltaLive) {
-			deleted, err := f.dv(snapshot, file.path, file.dv)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			err = f.read(ctx, snapshot, file, f.scan, nil, nil, nil, func(rec arrow.RecordBatch, first int64) error {
-				if !deleted.IsEmpty() {
-					kept, err := selectRows(ctx, f.mem, rec, func(r int) bool {
-						return !deleted.Contains(uint32(first + int64(r)))
-					})
-					rec.Release()
-					if err != nil || kept == nil {
-						return err
-					}
-					rec = kept
-				}
+		live := files.(deltaLive)
+		err := readInOrder(ctx, len(live), f.concurrency,
+			func(ctx context.Context, i int, send func(side int, rec arrow.RecordBatch) error) error {
+				return f.liveFile(ctx, snapshot, live[i], func(rec arrow.RecordBatch) error { return send(0, rec) })
+			},
+			func(_ int, rec arrow.RecordBatch) error {
 				if !yield(rec, nil) {
-					stopped = true
 					return errStop
 				}
 				return nil
 			})
-			if stopped {
-				return
-			}
-			if err != nil {
-				yield(nil, err)
-				return
-			}
+		if err != nil && !errors.Is(err, errStop) {
+			yield(nil, err)
 		}
 	}
+}
+
+// liveFile reads the rows of file its deletion vector keeps and hands
+// each batch to send, which takes it over.
+func (f *deltaFiles) liveFile(ctx context.Context, snapshot int64, file deltaFile,
+	send func(rec arrow.RecordBatch) error) error {
+	deleted, err := f.dv(snapshot, file.path, file.dv)
+	if err != nil {
+		return err
+	}
+	return f.read(ctx, snapshot, file, f.scan, nil, nil, nil, func(rec arrow.RecordBatch, first int64) error {
+		if !deleted.IsEmpty() {
+			kept, err := selectRows(ctx, f.mem, rec, func(r int) bool {
+				return !deleted.Contains(uint32(first + int64(r)))
+			})
+			rec.Release()
+			if err != nil || kept == nil {
+				return err
+			}
+			rec = kept
+		}
+		return send(rec)
+	})
 }
 
 func (f *deltaFiles) deletes(_ context.Context, fd fileDiff) (before, after *fileDeletes, err error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -197,81 +196,10 @@ func selectRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch
 	return out, nil
 }
 
-// fileItem is a changed-rows batch of a file, or the error that ended the
-// file's read.
-type fileItem struct {
-	side int
-	rec  arrow.RecordBatch
-	err  error
-}
-
-// eachFile reads the snapshot's touched files, up to concurrency at once,
-// and hands their changed rows to fn in plan order: file after file, each
-// file's batches in file order. A file read ahead of the one fn is taking
-// holds at most two batches, so memory stays bounded however large the
-// files. fn takes over each batch.
 func (d *diffReader) eachFile(ctx context.Context, sp SnapshotPlan, whole bool,
 	fn func(side int, rec arrow.RecordBatch) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	chans := make([]chan fileItem, len(sp.diffs))
-	started := 0
-	defer func() {
-		cancel()
-		for _, ch := range chans[:started] {
-			for it := range ch {
-				if it.rec != nil {
-					it.rec.Release()
-				}
-			}
-		}
-		wg.Wait()
-	}()
-	start := func(i int) {
-		ch := make(chan fileItem, 2)
-		chans[i] = ch
-		fd := sp.diffs[i]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(ch)
-			send := func(it fileItem) error {
-				select {
-				case ch <- it:
-					return nil
-				case <-ctx.Done():
-					if it.rec != nil {
-						it.rec.Release()
-					}
-					return ctx.Err()
-				}
-			}
-			err := guard(func() error {
-				return d.fileChanges(ctx, sp.ID, fd, whole, func(side int, rec arrow.RecordBatch) error {
-					return send(fileItem{side: side, rec: rec})
-				})
-			})
-			if err != nil && ctx.Err() == nil {
-				_ = send(fileItem{err: err})
-			}
-		}()
-	}
-	for i := range sp.diffs {
-		for started < len(sp.diffs) && started < i+d.concurrency {
-			start(started)
-			started++
-		}
-		for it := range chans[i] {
-			if it.err != nil {
-				return it.err
-			}
-			if err := fn(it.side, it.rec); err != nil {
-				return err
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return readInOrder(ctx, len(sp.diffs), d.concurrency,
+		func(ctx context.Context, i int, send func(side int, rec arrow.RecordBatch) error) error {
+			return d.fileChanges(ctx, sp.ID, sp.diffs[i], whole, send)
+		}, fn)
 }

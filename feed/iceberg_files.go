@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -99,13 +100,6 @@ func (f *icebergFiles) close() {
 	}
 }
 
-// liveItem is a batch of live rows of a task, or the error that ended its
-// read.
-type liveItem struct {
-	rec arrow.RecordBatch
-	err error
-}
-
 // live reads the tasks, up to concurrency at once, each in a goroutine of
 // its own (guarded: a panic ends the read with ErrInternal), and yields
 // their batches in task order, each task's in file order. A task read
@@ -113,67 +107,18 @@ type liveItem struct {
 func (f *icebergFiles) live(ctx context.Context, snapshot int64, files liveFiles) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		tasks := files.(icebergTasks)
-		ctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		chans := make([]chan liveItem, len(tasks))
-		started := 0
-		defer func() {
-			cancel()
-			for _, ch := range chans[:started] {
-				for it := range ch {
-					if it.rec != nil {
-						it.rec.Release()
-					}
+		err := readInOrder(ctx, len(tasks), f.concurrency,
+			func(ctx context.Context, i int, send func(side int, rec arrow.RecordBatch) error) error {
+				return f.liveTask(ctx, snapshot, tasks[i], func(rec arrow.RecordBatch) error { return send(0, rec) })
+			},
+			func(_ int, rec arrow.RecordBatch) error {
+				if !yield(rec, nil) {
+					return errStop
 				}
-			}
-			wg.Wait()
-		}()
-		start := func(i int) {
-			ch := make(chan liveItem, 2)
-			chans[i] = ch
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer close(ch)
-				send := func(it liveItem) error {
-					select {
-					case ch <- it:
-						return nil
-					case <-ctx.Done():
-						if it.rec != nil {
-							it.rec.Release()
-						}
-						return ctx.Err()
-					}
-				}
-				err := guard(func() error {
-					return f.liveTask(ctx, snapshot, tasks[i], func(rec arrow.RecordBatch) error {
-						return send(liveItem{rec: rec})
-					})
-				})
-				if err != nil && ctx.Err() == nil {
-					_ = send(liveItem{err: err})
-				}
-			}()
-		}
-		for i := range tasks {
-			for started < len(tasks) && started < i+f.concurrency {
-				start(started)
-				started++
-			}
-			for it := range chans[i] {
-				if it.err != nil {
-					yield(nil, it.err)
-					return
-				}
-				if !yield(it.rec, nil) {
-					return
-				}
-			}
-			if err := ctx.Err(); err != nil {
-				yield(nil, err)
-				return
-			}
+				return nil
+			})
+		if err != nil && !errors.Is(err, errStop) {
+			yield(nil, err)
 		}
 	}
 }
