@@ -8,10 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/sluicefeed/sluice/internal/pqread"
 )
 
 // footer is what the engine needs of a data file's Parquet footer to read
@@ -33,38 +34,11 @@ func readFooter(fs iceio.IO, df iceberg.DataFile) (*footer, error) {
 		return nil, err
 	}
 	defer f.Close()
-	pf, err := file.NewParquetReader(f)
+	m, err := pqread.Footer(f)
 	if err != nil {
 		return nil, fmt.Errorf("read the footer of %s: %w", df.FilePath(), err)
 	}
-	defer pf.Close()
-	meta := pf.MetaData()
-	ft := &footer{meta: meta, colByID: map[int]int{}}
-	if info, err := f.Stat(); err == nil {
-		ft.fileSize = info.Size()
-	}
-	n := pf.NumRowGroups()
-	pos := int64(0)
-	for rg := range n {
-		rgm := meta.RowGroup(rg)
-		ft.rows = append(ft.rows, rgm.NumRows())
-		ft.first = append(ft.first, pos)
-		ft.offsets = append(ft.offsets, splitOffset(rgm))
-		pos += rgm.NumRows()
-	}
-	// iceberg-go selects row groups by the data file's split offsets when
-	// they are valid, as it does here.
-	if so := df.SplitOffsets(); len(so) == n && slices.IsSorted(so) && (n == 0 || so[0] >= 0) {
-		ft.offsets = slices.Clone(so)
-	}
-	sc := meta.Schema
-	for i := range sc.NumColumns() {
-		col := sc.Column(i)
-		if col.ColumnPath().String() == col.Name() { // a top-level column
-			ft.colByID[int(col.SchemaNode().FieldID())] = i
-		}
-	}
-	return ft, nil
+	return footerOf(m, df), nil
 }
 
 // splitOffset is where iceberg-go considers a row group to start.
