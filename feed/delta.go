@@ -263,7 +263,7 @@ func (t *deltaTable) Format() string     { return FormatDelta }
 func (t *deltaTable) FormatVersion() int { return t.readerVersion }
 
 func (t *deltaTable) history(head *int64) History {
-	h := History{Snapshots: t.lineage, expiredIDs: map[int64]bool{}, version: 2, timeOrdered: true}
+	h := History{Snapshots: t.lineage, version: 2, timeOrdered: true}
 	if head != nil {
 		n := int(*head - t.first + 1)
 		if n <= 0 || n > len(t.lineage) {
@@ -273,10 +273,7 @@ func (t *deltaTable) history(head *int64) History {
 		}
 	}
 	if t.first > 0 {
-		h.Expired = true
-		for v := range t.first {
-			h.expiredIDs[v] = true
-		}
+		h.Expired, h.expiredBelow = true, t.first
 	}
 	return h
 }

@@ -138,6 +138,9 @@ type History struct {
 	expiredIDs map[int64]bool
 	// version is the table's format version.
 	version int
+	// expiredBelow, when positive, says every id in [0, expiredBelow) is an
+	// expired commit (Delta versions are contiguous).
+	expiredBelow int64
 	// timeOrdered is set when commit times grow along the lineage, as Delta
 	// versions' do: a start time before the retained history then starts
 	// at the earliest start, as Delta's startingTimestamp does, when the
@@ -234,7 +237,9 @@ func (h History) CommitsSince(commitSeq int64) int64 {
 
 // KnownExpired reports whether id names a snapshot that the metadata says
 // existed and has expired.
-func (h History) KnownExpired(id int64) bool { return h.expiredIDs[id] }
+func (h History) KnownExpired(id int64) bool {
+	return h.expiredIDs[id] || (id >= 0 && id < h.expiredBelow)
+}
 
 // EarliestHint is a parenthesized hint for messages (with a leading space):
 // the earliest snapshot a window can start from, or the table's first
