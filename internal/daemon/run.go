@@ -25,6 +25,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/internal/demo"
+	_ "github.com/sluicefeed/sluice/internal/storage" // object-store file IO (s3, gs, abfs)
 	"github.com/sluicefeed/sluice/progress"
 	"github.com/sluicefeed/sluice/server"
 )
