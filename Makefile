@@ -32,7 +32,7 @@ GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # Pinned Python packages: the demo's (pandas for .to_pandas()), then the
 # tests' on top. pandas 3 needs Python 3.11 or newer.
 PY_DEMO_PACKAGES := pyarrow==26.0.1 pandas==3.1.1
-PY_TEST_PACKAGES := pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" networkx==3.4.2 deltalake==1.6.6
+PY_TEST_PACKAGES := pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" networkx==3.4.2 deltalake==1.6.6 "moto[server]==5.2.5"
 PY_BUILD_PACKAGES := build==1.6.1
 PYTHON_MIN := 3.11
 
@@ -88,7 +88,7 @@ $(VENV)/.demo-installed: clients/python/pyproject.toml VERSION Makefile
 	$(PIP) -e ./clients/python
 	touch $@
 
-## venv: the demo's venv with pytest, pyiceberg and networkx added (what the tests need)
+## venv: the demo's venv with pytest, pyiceberg, networkx, deltalake and moto[server] added (what the tests need)
 venv: $(VENV)/.installed
 $(VENV)/.installed: $(VENV)/.demo-installed
 	$(PIP) $(PY_DEMO_PACKAGES) $(PY_TEST_PACKAGES)
@@ -175,9 +175,9 @@ test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc $(PLUGINS) build
 	@$(MAKE) --no-print-directory checkgenerate checkfmt checkversion test-unit test-python test-e2e
 
-## test-unit: Go unit tests with the race detector
-test-unit:
-	$(GO) test -race -count=1 -timeout 30m $(UNIT_PKGS)
+## test-unit: Go unit tests with the race detector (the venv: some start moto's S3 server, internal/testsvc)
+test-unit: venv
+	SLUICE_PYTHON=$(PY) $(GO) test -race -count=1 -timeout 30m $(UNIT_PKGS)
 
 ## test-long: the engine's oracle on many more random histories (SEEDS per configuration)
 SEEDS ?= 25

@@ -1,0 +1,17 @@
+// Package testsvc starts the real services that the object-storage and REST
+// catalog tests need, on loopback and free ports, from any Go test:
+//
+//   - [Moto]: moto's S3 (and IAM, STS) server, from the moto[server] package
+//     in the test venv (SLUICE_PYTHON), with helpers to create buckets,
+//     IAM users with policies, roles and STS sessions, and to switch moto's
+//     authentication on so that wrong or missing keys get a 403;
+//   - [RESTCatalog]: Apache Iceberg's own RESTCatalogServer (the
+//     iceberg-open-api test-fixtures jar from Maven Central, classpath
+//     resolved by Maven into .tmp/) with a SQLite JDBC catalog and S3FileIO
+//     on a moto bucket, behind a [Proxy] that counts requests per route and
+//     can require OAuth2.
+//
+// Every process is stopped when the test that started it ends, and killed
+// with the test binary (Pdeathsig) if that dies first. The shared variants
+// ([SharedMoto]) start one process per test binary.
+package testsvc

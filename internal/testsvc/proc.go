@@ -1,0 +1,153 @@
+package testsvc
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// process is a service process started by a test.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error // Wait's result, set before done is closed
+}
+
+// syncBuffer is a buffer that a process writes while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 4<<20 {
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startProcess starts argv with env added to the test's environment. The
+// process is killed with the test binary (Pdeathsig on Linux).
+func startProcess(name string, env []string, argv ...string) (*process, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &process{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = sysProcAttr()
+	// Pdeathsig fires when the thread that forked exits: fork from a
+	// thread that lives as long as the process.
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread is kept
+		errc <- cmd.Start()
+		if cmd.Process != nil {
+			p.err = cmd.Wait()
+		}
+		close(p.done)
+	}()
+	if err := <-errc; err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// exited reports whether the process has ended.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the process: SIGTERM, then SIGKILL after grace.
+func (p *process) stop(grace time.Duration) {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// logs is the process's output so far.
+func (p *process) logs() string { return p.out.String() }
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitTCP waits until addr accepts connections, the process exits or the
+// timeout passes.
+func waitTCP(p *process, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if p.exited() {
+			return fmt.Errorf("%s exited before listening on %s (%v):\n%s", p.name, addr, p.err, p.logs())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not listen on %s within %s:\n%s", p.name, addr, timeout, p.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Python returns the Python interpreter of the test venv: SLUICE_PYTHON,
+// which `make test` sets (its venv has moto[server], pyiceberg, pyarrow).
+// The test fails when it is not set, or is skipped when SLUICE_SKIP_PYTHON is.
+func Python(t testing.TB) string {
+	t.Helper()
+	py, err := python()
+	if err != nil {
+		if os.Getenv("SLUICE_SKIP_PYTHON") != "" {
+			t.Skip("SLUICE_SKIP_PYTHON is set")
+		}
+		t.Fatal(err)
+	}
+	return py
+}
+
+func python() (string, error) {
+	py := os.Getenv("SLUICE_PYTHON")
+	if py == "" {
+		return "", fmt.Errorf("SLUICE_PYTHON is not set: run the tests with `make test` (or set it to .tmp/venv/bin/python " +
+			"after `make venv`), which installs moto[server] and pyiceberg")
+	}
+	return py, nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
