@@ -15,7 +15,6 @@ import (
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/hadoop"
-	"github.com/apache/iceberg-go/catalog/rest"
 	icesql "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 
@@ -61,23 +60,32 @@ func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	resolved, err := cfg.properties()
+	if err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties(resolved)
+	c := &Catalog{cfg: cfg}
+	if cfg.Type == TypeREST {
+		ice, err := openREST(ctx, cfg, props)
+		if err != nil {
+			return nil, err
+		}
+		c.ice = ice
+		return c, nil
+	}
 	warehouse, err := cfg.warehouseURL()
 	if err != nil {
 		return nil, err
 	}
-	props := iceberg.Properties{}
-	maps.Copy(props, cfg.Properties)
 	if warehouse != "" {
 		props["warehouse"] = warehouse
 	}
 
-	c := &Catalog{cfg: cfg}
 	var ice icecatalog.Catalog
 	switch cfg.Type {
 	case TypeSQL:
 		ice, err = c.openSQL(ctx, props)
-	case TypeREST:
-		ice, err = rest.NewCatalog(ctx, cfg.Name, cfg.URI, rest.WithAdditionalProps(props))
 	case TypeHadoop:
 		if dir, ok := cfg.LocalWarehouse(); ok {
 			if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Catalog types accepted in Config.Type.
@@ -16,9 +17,14 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultType      = TypeSQL
-	DefaultName      = "sluice"
+	DefaultType = TypeSQL
+	DefaultName = "sluice"
+	// DefaultWarehouse is the warehouse of the sql and hadoop catalogs. A
+	// rest catalog has no default: its server knows its warehouses.
 	DefaultWarehouse = "./warehouse"
+	// DefaultStartTimeout is how long flightd retries a catalog that is
+	// unavailable at start.
+	DefaultStartTimeout = 3 * time.Minute
 	// DefaultCatalogFile is the SQLite file of the embedded catalog, inside
 	// the warehouse directory.
 	DefaultCatalogFile = "catalog.db"
@@ -26,7 +32,8 @@ const (
 
 // Config selects and configures the catalog. The zero value, after
 // WithDefaults, is the embedded default: a SQLite catalog named "sluice" in
-// ./warehouse/catalog.db.
+// ./warehouse/catalog.db. The zero StartTimeout is not defaulted: it means
+// "fail at once".
 type Config struct {
 	// Type is the catalog implementation: "sql" (default), "rest" or
 	// "hadoop".
@@ -38,14 +45,31 @@ type Config struct {
 	URI string `yaml:"uri"`
 	// Warehouse is the warehouse location: a local directory or a URL. New
 	// tables are created below it; the Hadoop catalog reads tables from it.
+	// For "rest" it is the warehouse identifier the server expects (a
+	// location such as s3://bucket/wh, or a catalog name for Polaris or
+	// Lakekeeper), sent as it is with the first request (GET
+	// /v1/config?warehouse=...); it has no default there, and nothing
+	// local is made of it.
 	Warehouse string `yaml:"warehouse"`
 	// Name is the catalog name. The SQL catalog stores it with every table,
 	// so it must match the name the writers used (pyiceberg's and
 	// iceberg-go's SqlCatalog take it as their first argument).
 	Name string `yaml:"name"`
-	// Properties are passed to the iceberg-go catalog as they are (for
-	// example REST credentials or S3 settings).
+	// Properties are iceberg-go's catalog and file IO properties (REST
+	// credentials, S3 settings: see KnownProperties). A value may be a
+	// reference, ${env:NAME} or ${file:PATH}, resolved when the catalog is
+	// opened (see ResolveProperties). They override PropertiesFile's.
 	Properties map[string]string `yaml:"properties"`
+	// PropertiesFile is a YAML file of more properties, a map of names to
+	// values (a mounted Kubernetes Secret, say), read when the catalog is
+	// opened (flightd's --catalog-properties-file).
+	PropertiesFile string `yaml:"properties_file"`
+	// StartTimeout is how long flightd retries, with a backoff, a catalog
+	// that is unavailable at start before it gives up (flightd's
+	// --catalog-start-timeout); 0: it gives up at once. A catalog that
+	// refuses the configuration (bad credentials, not a REST catalog) is
+	// never retried.
+	StartTimeout time.Duration `yaml:"start_timeout"`
 	// Create allows what Preflight otherwise refuses: a local warehouse
 	// directory that does not exist, and the default catalog file created
 	// in a warehouse that already holds tables or other catalog files. Open
@@ -62,7 +86,7 @@ func (c Config) WithDefaults() Config {
 	if c.Name == "" {
 		c.Name = DefaultName
 	}
-	if c.Warehouse == "" {
+	if c.Warehouse == "" && c.Type != TypeREST {
 		c.Warehouse = DefaultWarehouse
 	}
 	return c
@@ -76,6 +100,10 @@ func (c Config) Validate() error {
 		if c.URI == "" {
 			return fmt.Errorf("%w: the rest catalog needs a URI (the server URL)", ErrInvalidConfig)
 		}
+		if err := checkHTTPURL(c.URI); err != nil {
+			return fmt.Errorf("%w: the rest catalog URI %q %v: pass the server's base URL, as http://host:8181 (without /v1)",
+				ErrInvalidConfig, c.URI, err)
+		}
 	default:
 		return fmt.Errorf("%w: unknown catalog type %q (want sql, rest or hadoop)", ErrInvalidConfig, c.Type)
 	}
@@ -84,6 +112,25 @@ func (c Config) Validate() error {
 	}
 	if c.Type != TypeREST && c.Warehouse == "" {
 		return fmt.Errorf("%w: the %s catalog needs a warehouse", ErrInvalidConfig, c.Type)
+	}
+	if c.StartTimeout < 0 {
+		return fmt.Errorf("%w: the catalog start timeout %s is negative", ErrInvalidConfig, c.StartTimeout)
+	}
+	return nil
+}
+
+// checkHTTPURL reports what makes uri no http(s) URL of a host.
+func checkHTTPURL(uri string) error {
+	u, err := url.Parse(uri)
+	switch {
+	case err != nil:
+		return fmt.Errorf("is malformed (%v)", err.(*url.Error).Err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("is not an http:// or https:// URL")
+	case u.Host == "":
+		return fmt.Errorf("names no host")
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("has a query or a fragment")
 	}
 	return nil
 }
@@ -105,9 +152,13 @@ func (c Config) warehouseURL() (string, error) {
 }
 
 // LocalWarehouse returns the warehouse directory, absolute, when it is on
-// the local filesystem.
+// the local filesystem. A rest catalog's warehouse is the server's, never
+// a local directory.
 func (c Config) LocalWarehouse() (string, bool) {
 	w := c.Warehouse
+	if c.Type == TypeREST || w == "" {
+		return "", false
+	}
 	if strings.HasPrefix(w, "file://") {
 		u, err := url.Parse(w)
 		if err != nil {

@@ -36,10 +36,16 @@ const maxNamed = 5
 //     cfg.Name: the SQL catalog keeps each table under the name of the
 //     catalog that wrote it, and serves only those of its own name.
 //
-// It only reads. REST catalogs are not checked.
+// For every catalog type, it refuses properties whose references
+// (${env:NAME}, ${file:PATH}) cannot be resolved, and an unreadable
+// properties file. It only reads. A REST catalog's server is not asked:
+// Open does.
 func Preflight(ctx context.Context, cfg Config) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if _, err := cfg.properties(); err != nil {
 		return err
 	}
 	if cfg.Type == TypeREST {

@@ -1,0 +1,133 @@
+package catalog_test
+
+import (
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/sluicefeed/sluice/catalog"
+)
+
+// TestCheckProperties: each name iceberg-go would ignore in silence gets a
+// warning that says what to write instead; the names it reads get none.
+func TestCheckProperties(t *testing.T) {
+	props := map[string]string{
+		"s3.endpoint": "http://minio:9000", "s3.region": "us-east-1", "client.region": "us-east-1",
+		"s3.access-key-id": "a", "s3.secret-access-key": "b", "s3.session-token": "c",
+		"s3.force-virtual-addressing": "false", "gcs.keypath": "/k.json", "adls.auth.shared-key.account.name": "acct",
+		"adls.sas-token.acct.dfs.core.windows.net": "sv=x", "adls.connection-string.acct": "cs",
+		"credential": "id:secret", "scope": "catalog", "oauth2-server-uri": "https://idp/token", "header.X-Tenant": "a",
+		"rest.tls.ca-file": "/ca.pem", "warehouse": "lake",
+	}
+	if w := catalog.CheckProperties(catalog.TypeREST, props); len(w) != 0 {
+		t.Fatalf("known names warned about: %q", w)
+	}
+	for _, tt := range []struct {
+		typ, name string
+		words     []string
+	}{
+		{catalog.TypeREST, "s3.path-style-access", []string{"not read by iceberg-go", "path-style addressing is already", "s3.force-virtual-addressing=true"}},
+		{catalog.TypeREST, "s3.endpiont", []string{"unknown to iceberg-go", "did you mean s3.endpoint?"}},
+		{catalog.TypeREST, "s3.acess-key-id", []string{"did you mean s3.access-key-id?"}},
+		{catalog.TypeREST, "oauth2-server-url", []string{"did you mean oauth2-server-uri?"}},
+		{catalog.TypeREST, "client.access-key-id", []string{"use s3.access-key-id"}},
+		{catalog.TypeREST, "s3.role-arn", []string{"AWS_ROLE_ARN"}},
+		{catalog.TypeREST, "adls.account-key", []string{"adls.auth.shared-key.account.key"}},
+		{catalog.TypeREST, "py-io-impl", []string{"by the URL's scheme"}},
+		{catalog.TypeREST, "uri", []string{"--catalog-uri"}},
+		{catalog.TypeSQL, "credential", []string{"rest catalog only"}},
+		{catalog.TypeREST, "zzzzzzzzzzzz", []string{"unknown to iceberg-go and is ignored"}},
+	} {
+		w := catalog.CheckProperties(tt.typ, map[string]string{tt.name: "v"})
+		if len(w) != 1 || !strings.Contains(w[0], tt.name) {
+			t.Errorf("%s: %q", tt.name, w)
+			continue
+		}
+		for _, word := range tt.words {
+			if !strings.Contains(w[0], word) {
+				t.Errorf("%s: %q does not say %q", tt.name, w[0], word)
+			}
+		}
+		if strings.Contains(w[0], "v\"") {
+			t.Errorf("%s: the warning shows the value: %q", tt.name, w[0])
+		}
+	}
+}
+
+// TestResolveProperties: ${env:NAME} and ${file:PATH} are replaced by what
+// they name; a reference that cannot be resolved is an error that names
+// the property and the reference, never a value.
+func TestResolveProperties(t *testing.T) {
+	t.Setenv("TEST_SLUICE_SECRET", "from-env")
+	file := writeFile(t, "secret", "from-file\n")
+	got, err := catalog.ResolveProperties(map[string]string{
+		"a": "${env:TEST_SLUICE_SECRET}", "b": "${file:" + file + "}", "c": "plain", "d": "x${env:TEST_SLUICE_SECRET}",
+	})
+	want := map[string]string{"a": "from-env", "b": "from-file", "c": "plain", "d": "x${env:TEST_SLUICE_SECRET}"}
+	if err != nil || !maps.Equal(got, want) {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, tt := range []struct {
+		value string
+		words []string
+	}{
+		{"${env:TEST_SLUICE_UNSET}", []string{"s3.secret-access-key", "${env:TEST_SLUICE_UNSET}", "not set"}},
+		{"${file:/nonexistent/secret}", []string{"s3.secret-access-key", "${file:/nonexistent/secret}", "no such file"}},
+		{"${vault:kv/x}", []string{"unknown kind"}},
+		{"${hunter2}", []string{"looks like a reference"}},
+	} {
+		_, err := catalog.ResolveProperties(map[string]string{"s3.secret-access-key": tt.value})
+		if !errors.Is(err, catalog.ErrInvalidConfig) {
+			t.Fatalf("%s: %v", tt.value, err)
+		}
+		for _, w := range tt.words {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v does not say %q", tt.value, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("the error shows the value: %v", err)
+		}
+	}
+}
+
+// TestPropertiesFile: the file's entries are overridden by the inline
+// properties; a malformed file is named without its content.
+func TestPropertiesFile(t *testing.T) {
+	cfg := catalog.Config{PropertiesFile: writeFile(t, "p.yaml", "token: file-token\ns3.region: eu-west-1\nrest.sigv4-enabled: true\n"),
+		Properties: map[string]string{"s3.region": "us-east-1"}}
+	got, err := cfg.MergedProperties()
+	want := map[string]string{"token": "file-token", "s3.region": "us-east-1", "rest.sigv4-enabled": "true"}
+	if err != nil || !maps.Equal(got, want) {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, content := range []string{"token: [hunter2\n", "- hunter2\n", "token:\n  nested: hunter2\n"} {
+		cfg.PropertiesFile = writeFile(t, "bad.yaml", content)
+		_, err := cfg.MergedProperties()
+		if !errors.Is(err, catalog.ErrInvalidConfig) || !strings.Contains(err.Error(), "bad.yaml") ||
+			strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: %v", content, err)
+		}
+	}
+	cfg.PropertiesFile = "/nonexistent/props.yaml"
+	if _, err := cfg.MergedProperties(); !errors.Is(err, catalog.ErrInvalidConfig) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestRedactProperties(t *testing.T) {
+	got := catalog.RedactProperties(map[string]string{
+		"s3.secret-access-key": "hunter2", "credential": "id:hunter2", "token": "${env:TOKEN}",
+		"header.Authorization": "Basic aHVudGVyMg==", "adls.sas-token.a.dfs.core.windows.net": "sig",
+		"s3.endpoint": "http://minio:9000",
+	})
+	want := map[string]string{
+		"s3.secret-access-key": catalog.Redacted, "credential": catalog.Redacted, "token": "${env:TOKEN}",
+		"header.Authorization": catalog.Redacted, "adls.sas-token.a.dfs.core.windows.net": catalog.Redacted,
+		"s3.endpoint": "http://minio:9000",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("%v", got)
+	}
+}
