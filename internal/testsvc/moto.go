@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -419,4 +420,17 @@ func UniqueName(prefix string) string {
 	n := names.n
 	names.mu.Unlock()
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1e9, n)
+}
+
+// ensureBucket creates a bucket unless it exists.
+func (m *MotoServer) ensureBucket(bucket string) error {
+	_, err := m.Do(context.Background(), m.Admin, "s3", http.MethodPut, "/"+bucket, nil)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusConflict {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucket, err)
+	}
+	return nil
 }
