@@ -1,0 +1,376 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/io/gocloud/blobfs"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// Sentinel errors of the storage layer. Errors that wrap one of them are
+// *Error values naming the object or folder, the bucket, and (for S3) the
+// access key id the request was signed with, never the secret.
+var (
+	// ErrBucketNotFound reports a bucket (or container) that does not
+	// exist: every object in it reads as missing, which is not the same
+	// as a file removed by VACUUM or snapshot expiry.
+	ErrBucketNotFound = errors.New("storage: bucket not found")
+	// ErrAccessDenied reports storage that refused flightd's credentials
+	// (an unknown access key id, a secret that does not match it, an
+	// expired session token) or refused them access (HTTP 403).
+	ErrAccessDenied = errors.New("storage: access denied")
+	// ErrMisconfigured reports storage settings that cannot work: no
+	// region, or a region other than the bucket's.
+	ErrMisconfigured = errors.New("storage: misconfigured")
+	// ErrUnavailable reports storage that could not be reached or answered
+	// with a server error: a refused connection, a timeout, HTTP 5xx or
+	// throttling. It may be transient.
+	ErrUnavailable = errors.New("storage: unavailable")
+)
+
+// Error is a classified failure of the storage: Kind is one of the
+// package's sentinels (errors.Is matches it), Location the object or
+// folder read, Reason what is wrong and what sets it.
+type Error struct {
+	Kind     error
+	Location string
+	Reason   string
+	// Err is the storage client's error, shortened in the message.
+	Err error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%v: %s: %s", e.Kind, e.Location, e.Reason)
+	if e.Err != nil {
+		msg += " (" + brief(e.Err) + ")"
+	}
+	return msg
+}
+
+// Unwrap returns the sentinel only: the client's error stays out of
+// errors.Is, so that a bucket that does not exist never reads as a file
+// that does not (fs.ErrNotExist).
+func (e *Error) Unwrap() error { return e.Kind }
+
+// brief returns the part of a storage client's error that says what
+// happened: an S3 error's code and message rather than the SDK's chain of
+// operation, attempt and request ids.
+func brief(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		if m := ae.ErrorMessage(); m != "" && m != ae.ErrorCode() {
+			return ae.ErrorCode() + ": " + m
+		}
+		return ae.ErrorCode()
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Error()
+	}
+	return err.Error()
+}
+
+// store is what an error's classification needs to know of the storage a
+// location is on.
+type store struct {
+	scheme, bucket string
+	// b is the bucket, nil when the IO is not gocloud's.
+	b *blob.Bucket
+	// s3 is the S3 client behind b, nil for other stores.
+	s3 *s3.Client
+}
+
+// storeOf returns the store of an IO and a location read through it.
+func storeOf(fsys iceio.IO, location string) store {
+	st := store{}
+	if scheme, rest, ok := strings.Cut(location, "://"); ok {
+		st.scheme = strings.ToLower(scheme)
+		st.bucket, _, _ = strings.Cut(rest, "/")
+	}
+	if fio, ok := fsys.(*blobfs.FileIO); ok && fio.Bucket != nil {
+		st.b = fio.Bucket
+		var c *s3.Client
+		if st.b.As(&c) {
+			st.s3 = c
+		}
+	}
+	return st
+}
+
+// endpoint returns the S3 endpoint set (empty for AWS's own).
+func (st store) endpoint() string {
+	if st.s3 == nil {
+		return ""
+	}
+	if e := st.s3.Options().BaseEndpoint; e != nil {
+		return *e
+	}
+	return ""
+}
+
+// principal names who the requests are signed as: the S3 access key id,
+// or "" when it is not known.
+func (st store) principal(ctx context.Context) string {
+	if st.s3 == nil || st.s3.Options().Credentials == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	creds, err := st.s3.Options().Credentials.Retrieve(ctx)
+	if err != nil {
+		return ""
+	}
+	return creds.AccessKeyID
+}
+
+func (st store) as(ctx context.Context) string {
+	if p := st.principal(ctx); p != "" {
+		return " as access key id " + p
+	}
+	return " with flightd's credentials"
+}
+
+// bucketWord is what the store calls a bucket.
+func (st store) bucketWord() string {
+	switch st.scheme {
+	case "abfs", "abfss", "wasb", "wasbs":
+		return "container"
+	}
+	return "bucket"
+}
+
+// Classify returns err, an error of fsys reading location (a URL), as an
+// *Error wrapping one of the package's sentinels when it can tell the
+// cause: a bucket that does not exist (checked, and remembered for a
+// while, when an object is not found), access denied or bad credentials,
+// a missing region, storage that cannot be reached. Other errors, and an
+// object that is not found in a bucket that exists, are returned as they
+// are.
+func Classify(fsys iceio.IO, location string, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var done *Error
+	if errors.As(err, &done) {
+		return err
+	}
+	return classify(context.Background(), storeOf(fsys, location), location, err)
+}
+
+func classify(ctx context.Context, st store, location string, err error) error {
+	if st.s3 != nil && st.s3.Options().Region == "" {
+		return &Error{Kind: ErrMisconfigured, Location: location, Reason: "no region is set for S3: set s3.region " +
+			"(or client.region) in the catalog's properties, or AWS_REGION in flightd's environment"}
+	}
+	if ae := apiError(err); ae != nil {
+		if e := classifyAPI(ctx, st, location, ae, err); e != nil {
+			return e
+		}
+	}
+	switch code := gcerrors.Code(err); {
+	case code == gcerrors.NotFound || errors.Is(err, fs.ErrNotExist):
+		return checkBucket(ctx, st, location, err)
+	case code == gcerrors.PermissionDenied || errors.Is(err, fs.ErrPermission):
+		return denied(ctx, st, location, err)
+	case code == gcerrors.ResourceExhausted:
+		return &Error{Kind: ErrUnavailable, Location: location, Reason: "the storage is throttling requests", Err: err}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		where := st.endpoint()
+		if where == "" {
+			where = "the " + st.scheme + " endpoint"
+		}
+		return &Error{Kind: ErrUnavailable, Location: location, Reason: "cannot reach " + where, Err: err}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
+		return &Error{Kind: ErrUnavailable, Location: location,
+			Reason: fmt.Sprintf("the storage answered HTTP %d", re.HTTPStatusCode()), Err: err}
+	}
+	return err
+}
+
+// apiError returns the S3 (smithy) API error in err's chain, or nil.
+func apiError(err error) smithy.APIError {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return nil
+}
+
+// classifyAPI classifies an S3 error by its code (nil: not by the code).
+func classifyAPI(ctx context.Context, st store, location string, ae smithy.APIError, err error) error {
+	switch ae.ErrorCode() {
+	case "NoSuchBucket":
+		remember(st, false)
+		return bucketMissing(st, location, err)
+	case "InvalidAccessKeyId":
+		return &Error{Kind: ErrAccessDenied, Location: location, Reason: fmt.Sprintf("the storage does not know "+
+			"the access key id %s: check s3.access-key-id in the catalog's properties (or AWS_ACCESS_KEY_ID)",
+			orUnknown(st.principal(ctx))), Err: err}
+	case "SignatureDoesNotMatch":
+		return &Error{Kind: ErrAccessDenied, Location: location, Reason: fmt.Sprintf("the secret access key "+
+			"does not match the access key id %s: check s3.secret-access-key in the catalog's properties "+
+			"(or AWS_SECRET_ACCESS_KEY)", orUnknown(st.principal(ctx))), Err: err}
+	case "ExpiredToken", "TokenRefreshRequired", "InvalidToken":
+		return &Error{Kind: ErrAccessDenied, Location: location, Reason: fmt.Sprintf("the session token of "+
+			"access key id %s is expired or invalid: check s3.session-token", orUnknown(st.principal(ctx))),
+			Err: err}
+	case "AccessDenied", "AllAccessDisabled", "AccountProblem":
+		return denied(ctx, st, location, err)
+	case "Forbidden":
+		// A HEAD request's 403 has no body, so no code: ask the bucket
+		// for a listing of the object, whose error says which 403 it is.
+		return denied(ctx, st, location, err)
+	case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException":
+		return &Error{Kind: ErrMisconfigured, Location: location, Reason: fmt.Sprintf("the %s %s is in another "+
+			"region than %q: set s3.region to the bucket's region", st.bucketWord(), st.bucket, region(st)),
+			Err: err}
+	case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling":
+		return &Error{Kind: ErrUnavailable, Location: location, Reason: "the storage is unavailable or " +
+			"throttling requests", Err: err}
+	}
+	return nil
+}
+
+func region(st store) string {
+	if st.s3 == nil {
+		return ""
+	}
+	return st.s3.Options().Region
+}
+
+func orUnknown(principal string) string {
+	if principal == "" {
+		return "(unknown)"
+	}
+	return principal
+}
+
+// denied classifies a 403. When the error has no code (a HEAD request's),
+// a one-item listing of the object's key tells an unknown key, a bad
+// secret and a missing bucket from a refused read.
+func denied(ctx context.Context, st store, location string, err error) error {
+	if ae := apiError(err); (ae == nil || ae.ErrorCode() == "Forbidden") && st.b != nil {
+		key := keyOf(location)
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, _, lerr := st.b.ListPage(lctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: key})
+		cancel()
+		if lae := apiError(lerr); lae != nil && lae.ErrorCode() != "AccessDenied" && lae.ErrorCode() != "Forbidden" {
+			if e := classifyAPI(ctx, st, location, lae, lerr); e != nil {
+				return e
+			}
+		}
+	}
+	return &Error{Kind: ErrAccessDenied, Location: location, Reason: fmt.Sprintf("the storage refused the read%s",
+		st.as(ctx)), Err: err}
+}
+
+// keyOf returns the object key of a URL.
+func keyOf(location string) string {
+	_, rest, ok := strings.Cut(location, "://")
+	if !ok {
+		return location
+	}
+	_, key, _ := strings.Cut(rest, "/")
+	return key
+}
+
+func bucketMissing(st store, location string, err error) error {
+	reason := fmt.Sprintf("the %s %q does not exist", st.bucketWord(), st.bucket)
+	if e := st.endpoint(); e != "" {
+		reason += " at " + e
+	}
+	return &Error{Kind: ErrBucketNotFound, Location: location, Reason: reason + ": check the table's location " +
+		"and the storage endpoint", Err: err}
+}
+
+// checkBucket classifies an object that was not found: when its bucket
+// does not exist either, ErrBucketNotFound; else err as it is.
+func checkBucket(ctx context.Context, st store, location string, err error) error {
+	if st.b == nil || st.bucket == "" {
+		return err
+	}
+	if ok, known := remembered(st); known {
+		if ok {
+			return err
+		}
+		return bucketMissing(st, location, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, _, lerr := st.b.ListPage(ctx, blob.FirstPageToken, 1, nil)
+	switch {
+	case lerr == nil:
+		remember(st, true)
+		return err
+	case gcerrors.Code(lerr) == gcerrors.NotFound:
+		remember(st, false)
+		return bucketMissing(st, location, err)
+	}
+	return err // the bucket cannot be listed: the object stays not found
+}
+
+// How long a bucket check is remembered: that a bucket exists for longer
+// (a table whose files expired misses many at once), that it does not
+// for less (it may be created meanwhile).
+const (
+	bucketFoundTTL   = time.Minute
+	bucketMissingTTL = 5 * time.Second
+)
+
+var buckets struct {
+	mu sync.Mutex // guards seen
+	// seen is whether each bucket existed, and when that was found.
+	seen map[string]bucketSeen
+}
+
+type bucketSeen struct {
+	exists bool
+	at     time.Time
+}
+
+func bucketKey(st store) string { return st.scheme + "://" + st.bucket + "@" + st.endpoint() }
+
+func remember(st store, exists bool) {
+	if st.bucket == "" {
+		return
+	}
+	buckets.mu.Lock()
+	defer buckets.mu.Unlock()
+	if buckets.seen == nil {
+		buckets.seen = map[string]bucketSeen{}
+	}
+	buckets.seen[bucketKey(st)] = bucketSeen{exists: exists, at: time.Now()}
+}
+
+func remembered(st store) (exists, known bool) {
+	buckets.mu.Lock()
+	defer buckets.mu.Unlock()
+	s, ok := buckets.seen[bucketKey(st)]
+	if !ok {
+		return false, false
+	}
+	ttl := bucketMissingTTL
+	if s.exists {
+		ttl = bucketFoundTTL
+	}
+	if time.Since(s.at) > ttl {
+		return false, false
+	}
+	return s.exists, true
+}

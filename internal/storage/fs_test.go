@@ -1,0 +1,204 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/sluicefeed/sluice/internal/testsvc"
+)
+
+// props are the storage properties of a moto server with key k.
+func props(m *testsvc.MotoServer, k testsvc.Key) map[string]string {
+	return map[string]string{
+		"s3.endpoint": m.Endpoint, "s3.region": testsvc.Region,
+		"s3.access-key-id": k.AccessKeyID, "s3.secret-access-key": k.SecretAccessKey,
+	}
+}
+
+func TestFSOverMoto(t *testing.T) {
+	m := testsvc.SharedMoto(t)
+	bucket := testsvc.UniqueName("fs")
+	m.CreateBucket(t, bucket)
+	files := map[string]string{
+		"root/t/_delta_log/00000000000000000000.json": `{"commitInfo":{}}`,
+		"root/t/_delta_log/00000000000000000001.json": "one",
+		"root/t/part-0.parquet":                       "0123456789abcdef",
+		"root/t/p=a b/part-1.parquet":                 "x",
+		"root/u/_delta_log/00000000000000000000.json": "u",
+		"rootless.txt":                                "not under the root",
+	}
+	for k, v := range files {
+		m.PutObject(t, bucket, k, []byte(v))
+	}
+	ctx := context.Background()
+	fsys, err := Open(ctx, "s3://"+bucket+"/root/", props(m, m.Admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := fstest.TestFS(fsys, "t/_delta_log/00000000000000000000.json", "t/part-0.parquet",
+		"t/p=a b/part-1.parquet", "u/_delta_log/00000000000000000000.json"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			t.Errorf("%s is not a folder", e.Name())
+		}
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, ","); got != "t,u" {
+		t.Errorf("root lists %s, want t,u", got)
+	}
+
+	f, err := fsys.Open("t/part-0.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ra := f.(io.ReaderAt)
+	buf := make([]byte, 4)
+	if n, err := ra.ReadAt(buf, 10); n != 4 || err != nil || string(buf) != "abcd" {
+		t.Errorf("ReadAt(4, 10) = %d, %v, %q", n, err, buf)
+	}
+	if n, err := ra.ReadAt(buf, 14); n != 2 || err != io.EOF || string(buf[:2]) != "ef" {
+		t.Errorf("ReadAt past the end = %d, %v, %q", n, err, buf[:n])
+	}
+	if _, err := f.(io.Seeker).Seek(-3, io.SeekEnd); err != nil {
+		t.Fatal(err)
+	}
+	if rest, err := io.ReadAll(f); err != nil || string(rest) != "def" {
+		t.Errorf("read after seeking to the end less 3 = %q, %v", rest, err)
+	}
+
+	if _, err := fsys.Stat("t/missing.parquet"); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrBucketNotFound) {
+		t.Errorf("a missing object in a bucket that exists: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := fs.ReadDir(fsys, "nope/_delta_log"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a folder that does not exist: %v, want fs.ErrNotExist", err)
+	}
+	empty, err := Open(ctx, "s3://"+bucket+"/nothing-here", props(m, m.Admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := empty.Check(ctx); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Check of a root with nothing under it: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestErrorsOverMoto drives each storage failure against a real S3 server
+// and checks that it names its cause.
+func TestErrorsOverMoto(t *testing.T) {
+	m := testsvc.Moto(t, testsvc.MotoOptions{})
+	bucket := testsvc.UniqueName("errs")
+	m.CreateBucket(t, bucket)
+	m.PutObject(t, bucket, "t/_delta_log/00000000000000000000.json", []byte("{}"))
+	reader := m.CreateUser(t, "lister", testsvc.BucketPolicy(bucket, "s3:ListBucket"))
+	ctx := context.Background()
+	open := func(t *testing.T, root string, p map[string]string) *FS {
+		t.Helper()
+		f, err := Open(ctx, root, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	check := func(t *testing.T, err, kind error, want ...string) {
+		t.Helper()
+		if !errors.Is(err, kind) {
+			t.Fatalf("got %v, want %v", err, kind)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%v reads as a missing file", err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q does not say %q", err, w)
+			}
+		}
+	}
+
+	t.Run("bucket missing", func(t *testing.T) {
+		f := open(t, "s3://no-such-bucket-"+bucket+"/t", props(m, m.Admin))
+		_, err := f.Open("_delta_log/00000000000000000000.json")
+		check(t, err, ErrBucketNotFound, `bucket "no-such-bucket-`, m.Endpoint)
+		check(t, f.Check(ctx), ErrBucketNotFound)
+		// The same through the IO iceberg-go gives an Iceberg table.
+		io, err := iceio.LoadFS(ctx, props(m, m.Admin), "s3://no-such-bucket-"+bucket+"/t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		loc := "s3://no-such-bucket-" + bucket + "/t/data/x.parquet"
+		_, err = io.Open(loc)
+		check(t, Classify(io, loc, err), ErrBucketNotFound, "does not exist")
+	})
+	t.Run("no region", func(t *testing.T) {
+		t.Setenv("AWS_REGION", "")
+		t.Setenv("AWS_DEFAULT_REGION", "")
+		t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+		p := props(m, m.Admin)
+		delete(p, "s3.region")
+		_, err := open(t, "s3://"+bucket+"/t", p).Stat("_delta_log")
+		check(t, err, ErrMisconfigured, "s3.region", "client.region", "AWS_REGION")
+	})
+	t.Run("endpoint refuses connections", func(t *testing.T) {
+		p := props(m, m.Admin)
+		p["s3.endpoint"] = "http://127.0.0.1:1"
+		_, err := fs.ReadDir(open(t, "s3://"+bucket+"/t", p), "_delta_log")
+		check(t, err, ErrUnavailable, "http://127.0.0.1:1", "connection refused")
+	})
+
+	m.EnableAuth(t)
+	t.Run("unknown access key id", func(t *testing.T) {
+		p := props(m, testsvc.Key{AccessKeyID: "AKIAUNKNOWN000000000", SecretAccessKey: "wrong"})
+		_, err := open(t, "s3://"+bucket+"/t", p).Open("_delta_log/00000000000000000000.json")
+		check(t, err, ErrAccessDenied, "AKIAUNKNOWN000000000", "s3.access-key-id", "InvalidAccessKeyId")
+		if strings.Contains(err.Error(), "wrong") {
+			t.Errorf("%v repeats the secret", err)
+		}
+	})
+	t.Run("wrong secret", func(t *testing.T) {
+		p := props(m, testsvc.Key{AccessKeyID: reader.AccessKeyID, SecretAccessKey: "not-the-secret"})
+		_, err := fs.ReadDir(open(t, "s3://"+bucket+"/t", p), "_delta_log")
+		check(t, err, ErrAccessDenied, reader.AccessKeyID, "s3.secret-access-key", "SignatureDoesNotMatch")
+		if strings.Contains(err.Error(), "not-the-secret") {
+			t.Errorf("%v repeats the secret", err)
+		}
+	})
+	t.Run("read refused", func(t *testing.T) {
+		f := open(t, "s3://"+bucket+"/t", props(m, reader))
+		if _, err := fs.ReadDir(f, "_delta_log"); err != nil {
+			t.Fatalf("the lister may list: %v", err)
+		}
+		_, err := f.Open("_delta_log/00000000000000000000.json")
+		check(t, err, ErrAccessDenied, "refused", reader.AccessKeyID,
+			"s3://"+bucket+"/t/_delta_log/00000000000000000000.json")
+		if strings.Contains(err.Error(), reader.SecretAccessKey) {
+			t.Errorf("%v repeats the secret", err)
+		}
+	})
+}
+
+func TestIsURL(t *testing.T) {
+	for loc, want := range map[string]bool{
+		"s3://b/p": true, "gs://b": true, "abfss://c@a.dfs.core.windows.net/p": true,
+		"file:///data/t": false, "/data/t": false, "data/t": false, "": false,
+	} {
+		if got := IsURL(loc); got != want {
+			t.Errorf("IsURL(%q) = %v, want %v", loc, got, want)
+		}
+	}
+}
