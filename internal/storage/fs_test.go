@@ -32,7 +32,7 @@ func TestFSOverMoto(t *testing.T) {
 		"root/t/part-0.parquet":                       "0123456789abcdef",
 		"root/t/p=a b/part-1.parquet":                 "x",
 		"root/u/_delta_log/00000000000000000000.json": "u",
-		"rootless.txt":                                "not under the root",
+		"rootless.txt": "not under the root",
 	}
 	for k, v := range files {
 		m.PutObject(t, bucket, k, []byte(v))
