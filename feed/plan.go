@@ -145,13 +145,21 @@ func (p *Plan) Schema() *arrow.Schema { return p.schema }
 
 // Plan resolves and validates the request's window against the table's
 // current metadata, pins its end, and plans the files each snapshot needs.
-// It reads manifests but no data files.
+// It reads manifests but no data files. A request with a Part plans only
+// the part's snapshots (and files), in the window's schema.
 func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 	p, w, err := e.resolve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if len(w.snapshots) == 0 {
+	snapshots := w.snapshots
+	if req.Part != nil {
+		// A part plans its own snapshots only, in the window's schema.
+		if snapshots, err = req.Part.snapshots(req.Table, w); err != nil {
+			return nil, err
+		}
+	}
+	if len(snapshots) == 0 {
 		return p, nil
 	}
 	var prune *pruner
@@ -165,10 +173,15 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range w.snapshots {
+	for _, s := range snapshots {
 		sp, err := planner.plan(ctx, s)
 		if err != nil {
 			return nil, err
+		}
+		if req.Part != nil {
+			if err := req.Part.restrict(req.Table, &sp); err != nil {
+				return nil, err
+			}
 		}
 		p.Snapshots = append(p.Snapshots, sp)
 		p.FilesRead += int64(len(sp.Files))

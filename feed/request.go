@@ -35,6 +35,10 @@ type Request struct {
 	FoldUpdates bool
 	// NetChanges collapses the window to its net changes.
 	NetChanges bool
+	// Part, when set, reads only a part of the window (see Plan.Split):
+	// the changes its snapshots (or files) emit in the read of the whole
+	// window. Not with NetChanges.
+	Part *Part
 
 	// parsed is set by Parse: the request is valid and filter holds its
 	// parsed filter (nil without one), which planning binds to the
@@ -101,6 +105,9 @@ func (r Request) Validate() error {
 			ErrInvalidRequest, *r.FromTimestampMs, *r.ToTimestampMs)
 	}
 	if err := checkNames("columns", r.Columns); err != nil {
+		return err
+	}
+	if err := r.Part.validate(r.NetChanges); err != nil {
 		return err
 	}
 	return checkNames("identity", r.Identity)

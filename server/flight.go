@@ -69,7 +69,9 @@ func commandOf(desc *flight.FlightDescriptor) ([]byte, error) {
 }
 
 // GetFlightInfo plans the window of the ChangeRequest in the descriptor and
-// returns one endpoint whose ticket pins the planned window.
+// returns one endpoint whose ticket pins the planned window, or, when the
+// request asks for max_endpoints, the endpoints of its parts (see
+// feed.Plan.Split), spread over the replicas.
 func (f *flightService) GetFlightInfo(ctx context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	info, err := f.s.flightInfo(ctx, desc)
 	if err != nil {
@@ -95,22 +97,32 @@ func (s *Server) flightInfo(ctx context.Context, desc *flight.FlightDescriptor) 
 	if err != nil {
 		return nil, clipNames(err, r.names()...)
 	}
-	ticket, err := pinnedTicket(r.wire, p)
-	if err != nil {
-		return nil, err
+	var endpoints []*flight.FlightEndpoint
+	if parts := p.Split(int(r.wire.GetMaxEndpoints())); parts != nil {
+		if endpoints, err = s.splitInfo(ctx, r, p, parts); err != nil {
+			return nil, err
+		}
+	} else {
+		ticket, err := pinnedTicket(r.wire, p, nil)
+		if err != nil {
+			return nil, err
+		}
+		endpoints = []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}}
 	}
 	total := int64(-1)
 	if exactRowCount(p) {
 		total = p.RecordsRead
 	}
-	meta, err := json.Marshal(planSummary(p))
+	sum := planSummary(p)
+	sum.Endpoints = len(endpoints)
+	meta, err := json.Marshal(sum)
 	if err != nil {
 		return nil, err
 	}
 	return &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(p.Schema(), s.mem),
 		FlightDescriptor: desc,
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
+		Endpoint:         endpoints,
 		TotalRecords:     total,
 		TotalBytes:       -1,
 		Ordered:          true,
@@ -169,6 +181,7 @@ type summary struct {
 	To        *int64 `json:"to_snapshot"`
 	Snapshots int    `json:"snapshots"`
 	CommitSeq int64  `json:"commit_seq"`
+	Endpoints int    `json:"endpoints"`
 }
 
 func planSummary(p *feed.Plan) summary {
@@ -229,9 +242,16 @@ func (s *Server) serveWindow(ctx context.Context, r *request, stream flight.Data
 	}
 	w := s.newWriter(stream, p.Table, p.Schema(), r.compression)
 	defer w.release()
+	// A part that ends before its snapshot's last file does not complete
+	// the snapshot: the part after it does.
+	pt := r.window.Part
+	partial := pt != nil && pt.FileCount > 0 && pt.EndFile < pt.FileCount
 	for b, err := range s.engine.Read(ctx, p) {
 		if err != nil {
 			return err
+		}
+		if partial {
+			b.SnapshotComplete = false
 		}
 		err := w.write(b, kindChanges)
 		b.Record.Release()

@@ -101,9 +101,16 @@ func validate(req *sluicev1.ChangeRequest) (*request, error) {
 		NetChanges:      req.GetNetChanges(),
 	}
 	if !isStream(req) {
+		if err := checkSplit(req, &w); err != nil {
+			return nil, err
+		}
 		var err error
 		r.window, err = w.Parse()
 		return r, err
+	}
+	if req.GetMaxEndpoints() > 0 || req.Part != nil {
+		return nil, badRequestf("max_endpoints and part split a window: a stream (follow, start or consumer) " +
+			"is read as one, in order; leave them out")
 	}
 	if r.consumer != "" {
 		if err := checkConsumer(r.consumer); err != nil {
@@ -149,10 +156,33 @@ func isStream(req *sluicev1.ChangeRequest) bool {
 var errStreamNotWindow = badRequestf("follow, start and consumer make a stream, which DoGet reads; " +
 	"explain plans a window: leave them out")
 
+// checkSplit checks a window's max_endpoints and part, and sets the part
+// of its feed request.
+func checkSplit(req *sluicev1.ChangeRequest, w *feed.Request) error {
+	if n := req.GetMaxEndpoints(); n > feed.MaxParts {
+		return badRequestf("max_endpoints %d is more than the limit of %d", n, feed.MaxParts)
+	}
+	if req.GetMaxEndpoints() > 1 && req.GetNetChanges() {
+		return badRequestf("net_changes collapse the whole window, which cannot be split into endpoints: " +
+			"leave out max_endpoints, or read the changes without net_changes")
+	}
+	if pt := req.Part; pt != nil {
+		w.Part = &feed.Part{FirstSnapshot: pt.GetFirstSnapshot(), LastSnapshot: pt.GetLastSnapshot(),
+			FirstFile: int(pt.GetFirstFile()), EndFile: int(pt.GetEndFile()), FileCount: int(pt.GetFileCount())}
+	}
+	return nil
+}
+
 // pinnedTicket returns the ticket that reads exactly the planned window:
-// the request with its window resolved to snapshot ids.
-func pinnedTicket(req *sluicev1.ChangeRequest, p *feed.Plan) ([]byte, error) {
+// the request with its window resolved to snapshot ids, and part (nil for
+// the whole window).
+func pinnedTicket(req *sluicev1.ChangeRequest, p *feed.Plan, part *feed.Part) ([]byte, error) {
 	pinned := proto.Clone(req).(*sluicev1.ChangeRequest)
+	pinned.MaxEndpoints, pinned.Part = 0, nil
+	if part != nil {
+		pinned.Part = &sluicev1.WindowPart{FirstSnapshot: part.FirstSnapshot, LastSnapshot: part.LastSnapshot,
+			FirstFile: uint32(part.FirstFile), EndFile: uint32(part.EndFile), FileCount: uint32(part.FileCount)}
+	}
 	pinned.FromTimestampMs, pinned.ToTimestampMs = nil, nil
 	pinned.FromSnapshot, pinned.ToSnapshot = p.From, p.To
 	if p.To == nil {

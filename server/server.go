@@ -50,6 +50,9 @@ type Options struct {
 	Limits Limits
 	// Metrics, when set, receives the server's Prometheus metrics.
 	Metrics *Metrics
+	// Replicas are the locations of a split window's endpoints. Zero: the
+	// endpoints have no locations (clients read them from this server).
+	Replicas Replicas
 }
 
 // ProgressStore is the durable store of consumer progress the server
@@ -81,9 +84,10 @@ type Server struct {
 	shutdown     context.Context
 	stopFollowed context.CancelFunc
 
-	authn   *auth.Authenticator
-	limits  *limiter
-	metrics *Metrics
+	authn    *auth.Authenticator
+	limits   *limiter
+	metrics  *Metrics
+	replicas Replicas
 }
 
 // New returns a server over the engine.
@@ -97,7 +101,7 @@ func New(engine *feed.Engine, opts Options) *Server {
 	shutdown, stop := context.WithCancel(context.Background())
 	return &Server{engine: engine, authz: opts.Authorizer, mem: opts.Allocator, log: opts.Logger,
 		progress: opts.Progress, follow: opts.Follow.WithDefaults(), shutdown: shutdown, stopFollowed: stop,
-		authn: opts.Authenticator, limits: newLimiter(opts.Limits), metrics: opts.Metrics}
+		authn: opts.Authenticator, limits: newLimiter(opts.Limits), metrics: opts.Metrics, replicas: opts.Replicas}
 }
 
 // Register registers the Flight service and the ControlService on a gRPC

@@ -117,6 +117,24 @@ type Config struct {
 	Pprof bool `yaml:"pprof"`
 	// Limits bounds what callers may ask at once.
 	Limits LimitsConfig `yaml:"limits"`
+	// Replicas says where the replicas of a deployment are, for the
+	// endpoints of a window split by max_endpoints (--advertise, --peers).
+	Replicas ReplicasConfig `yaml:"replicas"`
+}
+
+// ReplicasConfig lists the replicas that serve the same catalog: the
+// endpoints of a split window are spread over them.
+type ReplicasConfig struct {
+	// Advertise is the address clients use for this replica
+	// (--advertise, SLUICE_ADVERTISE): grpc://host:port or
+	// grpc+tls://host:port. Default: none.
+	Advertise string `yaml:"advertise"`
+	// Peers are every replica's advertised address (--peers, SLUICE_PEERS,
+	// comma-separated; this replica's own may be listed), or one
+	// dns://name:port, resolved at each split to every address of name on
+	// port, with --advertise's scheme. Default: none; with neither, a
+	// split window's endpoints carry no location (read them here).
+	Peers []string `yaml:"peers"`
 }
 
 // FollowConfig tunes how follow streams watch tables.
@@ -236,6 +254,9 @@ func (c Config) Validate() error {
 	if err := c.Auth.Validate(c.Listen); err != nil {
 		return configError{err}
 	}
+	if err := c.Replicas.validate(); err != nil {
+		return err
+	}
 	if err := c.validateMetrics(); err != nil {
 		return err
 	}
@@ -340,4 +361,22 @@ func unwrapAddrError(err error) string {
 		return ae.Err
 	}
 	return err.Error()
+}
+
+// validate checks the replicas' addresses.
+func (r ReplicasConfig) validate() error {
+	if r.Advertise != "" {
+		if err := server.ParseLocation(r.Advertise); err != nil {
+			return fmt.Errorf("%w: --advertise %v", ErrConfig, err)
+		}
+	}
+	for _, p := range r.Peers {
+		if err := server.ParsePeer(p); err != nil {
+			return fmt.Errorf("%w: --peers %v", ErrConfig, err)
+		}
+		if strings.HasPrefix(p, "dns://") && len(r.Peers) > 1 {
+			return fmt.Errorf("%w: --peers: a dns:// name stands for every replica, list it alone", ErrConfig)
+		}
+	}
+	return nil
 }

@@ -121,9 +121,39 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	fs.Float64Var(&c.Limits.CallsPerSecond, "calls-per-second", c.Limits.CallsPerSecond, "calls per second per caller, 0: no limit")
 	dur(&c.Limits.StallTimeout, "stall-timeout", "end a stream whose client takes nothing for this long, 0: never")
 	dur(&c.Limits.KeepaliveTime, "keepalive-time", "ping idle connections this often")
+	fs.StringVar(&c.Replicas.Advertise, "advertise", c.Replicas.Advertise,
+		"the address clients use for this replica (grpc://host:port, grpc+tls://host:port), in split windows' endpoints")
+	fs.Var((*listFlag)(&c.Replicas.Peers), "peers",
+		"every replica's advertised address, comma-separated, or dns://name:port: where split windows' endpoints go")
 	fs.StringVar(&c.Progress.DSN, "progress-dsn", c.Progress.DSN,
 		"consumer progress store: a SQLite file or postgres://... (default <warehouse>/sluice-consumers.db)")
 	return fs, configFile
+}
+
+// listFlag is a comma-separated list.
+type listFlag []string
+
+func (l *listFlag) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(*l, ",")
+}
+
+func (l *listFlag) Set(s string) error {
+	*l = splitList(s)
+	return nil
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // durationFlag is a duration flag whose error says what is wrong with the
@@ -262,11 +292,15 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_LOG_FORMAT":         &cfg.LogFormat,
 		"SLUICE_PROGRESS_DSN":       &cfg.Progress.DSN,
 		"SLUICE_SPILL_DIR":          &cfg.Engine.SpillDir,
+		"SLUICE_ADVERTISE":          &cfg.Replicas.Advertise,
 	}
 	for k, p := range str {
 		if v, ok := env[k]; ok {
 			*p = v
 		}
+	}
+	if v, ok := env["SLUICE_PEERS"]; ok {
+		cfg.Replicas.Peers = splitList(v)
 	}
 	bools := map[string]*bool{
 		"SLUICE_PPROF":                &cfg.Pprof,

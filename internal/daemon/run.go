@@ -98,7 +98,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		MaxStreamsPerPrincipal: cfg.Limits.MaxStreamsPerPrincipal,
 		CallsPerSecond:         cfg.Limits.CallsPerSecond,
 		StallTimeout:           cfg.Limits.StallTimeout,
-	}})
+	}, Replicas: server.Replicas{Advertise: cfg.Replicas.Advertise, Peers: cfg.Replicas.Peers}})
 
 	opts := srv.ServerOptions()
 	if tlsConfig != nil {

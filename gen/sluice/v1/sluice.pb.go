@@ -98,7 +98,20 @@ type ChangeRequest struct {
 	// unless it gives from_snapshot or from_timestamp_ms.
 	Consumer string `protobuf:"bytes,13,opt,name=consumer,proto3" json:"consumer,omitempty"`
 	// IPC body compression of the streamed batches: "" (none), "lz4", "zstd".
-	Compression   string `protobuf:"bytes,14,opt,name=compression,proto3" json:"compression,omitempty"`
+	Compression string `protobuf:"bytes,14,opt,name=compression,proto3" json:"compression,omitempty"`
+	// GetFlightInfo of a window: split it into at most this many endpoints
+	// (at most 1024), which a parallel client reads at once, each from its
+	// locations. 0 or 1: one endpoint (the default). The window is split by
+	// snapshot, and a large snapshot that only adds rows by its data files;
+	// fewer endpoints come back when the window has fewer such parts. Each
+	// endpoint's ticket is the request with its part set. Not with
+	// net_changes or a stream (INVALID_ARGUMENT); DoGet ignores it.
+	MaxEndpoints uint32 `protobuf:"varint,15,opt,name=max_endpoints,json=maxEndpoints,proto3" json:"max_endpoints,omitempty"`
+	// The part of the window (from, to] that a ticket reads, set by
+	// GetFlightInfo in the tickets of a split window: the rows of the
+	// window's read that these snapshots (and files) emit, in the window's
+	// schema, in the same order. Not with net_changes or a stream.
+	Part          *WindowPart `protobuf:"bytes,16,opt,name=part,proto3" json:"part,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -231,6 +244,101 @@ func (x *ChangeRequest) GetCompression() string {
 	return ""
 }
 
+func (x *ChangeRequest) GetMaxEndpoints() uint32 {
+	if x != nil {
+		return x.MaxEndpoints
+	}
+	return 0
+}
+
+func (x *ChangeRequest) GetPart() *WindowPart {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+// WindowPart is one endpoint's share of a split window: the snapshots
+// first_snapshot..last_snapshot of the window's lineage (inclusive both),
+// or, when file_count is set, the appended data files
+// [first_file, end_file) of file_count of the one snapshot
+// first_snapshot = last_snapshot.
+type WindowPart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FirstSnapshot int64                  `protobuf:"varint,1,opt,name=first_snapshot,json=firstSnapshot,proto3" json:"first_snapshot,omitempty"`
+	LastSnapshot  int64                  `protobuf:"varint,2,opt,name=last_snapshot,json=lastSnapshot,proto3" json:"last_snapshot,omitempty"`
+	FirstFile     uint32                 `protobuf:"varint,3,opt,name=first_file,json=firstFile,proto3" json:"first_file,omitempty"`
+	EndFile       uint32                 `protobuf:"varint,4,opt,name=end_file,json=endFile,proto3" json:"end_file,omitempty"`
+	FileCount     uint32                 `protobuf:"varint,5,opt,name=file_count,json=fileCount,proto3" json:"file_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowPart) Reset() {
+	*x = WindowPart{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowPart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowPart) ProtoMessage() {}
+
+func (x *WindowPart) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowPart.ProtoReflect.Descriptor instead.
+func (*WindowPart) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WindowPart) GetFirstSnapshot() int64 {
+	if x != nil {
+		return x.FirstSnapshot
+	}
+	return 0
+}
+
+func (x *WindowPart) GetLastSnapshot() int64 {
+	if x != nil {
+		return x.LastSnapshot
+	}
+	return 0
+}
+
+func (x *WindowPart) GetFirstFile() uint32 {
+	if x != nil {
+		return x.FirstFile
+	}
+	return 0
+}
+
+func (x *WindowPart) GetEndFile() uint32 {
+	if x != nil {
+		return x.EndFile
+	}
+	return 0
+}
+
+func (x *WindowPart) GetFileCount() uint32 {
+	if x != nil {
+		return x.FileCount
+	}
+	return 0
+}
+
 // AckRequest acknowledges a consumer's checkpoint.
 type AckRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -246,7 +354,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -258,7 +366,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -271,7 +379,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{1}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *AckRequest) GetConsumer() string {
@@ -306,7 +414,7 @@ type ConsumerProgressRequest struct {
 
 func (x *ConsumerProgressRequest) Reset() {
 	*x = ConsumerProgressRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -318,7 +426,7 @@ func (x *ConsumerProgressRequest) String() string {
 func (*ConsumerProgressRequest) ProtoMessage() {}
 
 func (x *ConsumerProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -331,7 +439,7 @@ func (x *ConsumerProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerProgressRequest.ProtoReflect.Descriptor instead.
 func (*ConsumerProgressRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{2}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ConsumerProgressRequest) GetConsumer() string {
@@ -380,7 +488,7 @@ type ConsumerProgress struct {
 
 func (x *ConsumerProgress) Reset() {
 	*x = ConsumerProgress{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +500,7 @@ func (x *ConsumerProgress) String() string {
 func (*ConsumerProgress) ProtoMessage() {}
 
 func (x *ConsumerProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +513,7 @@ func (x *ConsumerProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerProgress.ProtoReflect.Descriptor instead.
 func (*ConsumerProgress) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{3}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ConsumerProgress) GetConsumer() string {
@@ -488,7 +596,7 @@ type ListConsumersRequest struct {
 
 func (x *ListConsumersRequest) Reset() {
 	*x = ListConsumersRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +608,7 @@ func (x *ListConsumersRequest) String() string {
 func (*ListConsumersRequest) ProtoMessage() {}
 
 func (x *ListConsumersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +621,7 @@ func (x *ListConsumersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConsumersRequest.ProtoReflect.Descriptor instead.
 func (*ListConsumersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{4}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListConsumersRequest) GetTable() string {
@@ -534,7 +642,7 @@ type ListConsumersResponse struct {
 
 func (x *ListConsumersResponse) Reset() {
 	*x = ListConsumersResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +654,7 @@ func (x *ListConsumersResponse) String() string {
 func (*ListConsumersResponse) ProtoMessage() {}
 
 func (x *ListConsumersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +667,7 @@ func (x *ListConsumersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConsumersResponse.ProtoReflect.Descriptor instead.
 func (*ListConsumersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{5}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListConsumersResponse) GetTable() string {
@@ -587,7 +695,7 @@ type ResetConsumerRequest struct {
 
 func (x *ResetConsumerRequest) Reset() {
 	*x = ResetConsumerRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +707,7 @@ func (x *ResetConsumerRequest) String() string {
 func (*ResetConsumerRequest) ProtoMessage() {}
 
 func (x *ResetConsumerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +720,7 @@ func (x *ResetConsumerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetConsumerRequest.ProtoReflect.Descriptor instead.
 func (*ResetConsumerRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{6}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ResetConsumerRequest) GetConsumer() string {
@@ -641,7 +749,7 @@ type ResetConsumerResponse struct {
 
 func (x *ResetConsumerResponse) Reset() {
 	*x = ResetConsumerResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +761,7 @@ func (x *ResetConsumerResponse) String() string {
 func (*ResetConsumerResponse) ProtoMessage() {}
 
 func (x *ResetConsumerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +774,7 @@ func (x *ResetConsumerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetConsumerResponse.ProtoReflect.Descriptor instead.
 func (*ResetConsumerResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{7}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResetConsumerResponse) GetConsumer() string {
@@ -700,7 +808,7 @@ type WatchCommitsRequest struct {
 
 func (x *WatchCommitsRequest) Reset() {
 	*x = WatchCommitsRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +820,7 @@ func (x *WatchCommitsRequest) String() string {
 func (*WatchCommitsRequest) ProtoMessage() {}
 
 func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +833,7 @@ func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsRequest.ProtoReflect.Descriptor instead.
 func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{8}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WatchCommitsRequest) GetTable() string {
@@ -745,7 +853,7 @@ type CommitSeqRequest struct {
 
 func (x *CommitSeqRequest) Reset() {
 	*x = CommitSeqRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +865,7 @@ func (x *CommitSeqRequest) String() string {
 func (*CommitSeqRequest) ProtoMessage() {}
 
 func (x *CommitSeqRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +878,7 @@ func (x *CommitSeqRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitSeqRequest.ProtoReflect.Descriptor instead.
 func (*CommitSeqRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{9}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CommitSeqRequest) GetTable() string {
@@ -797,7 +905,7 @@ type CommitSeqResponse struct {
 
 func (x *CommitSeqResponse) Reset() {
 	*x = CommitSeqResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +917,7 @@ func (x *CommitSeqResponse) String() string {
 func (*CommitSeqResponse) ProtoMessage() {}
 
 func (x *CommitSeqResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +930,7 @@ func (x *CommitSeqResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitSeqResponse.ProtoReflect.Descriptor instead.
 func (*CommitSeqResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{10}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CommitSeqResponse) GetTable() string {
@@ -862,7 +970,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +982,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +995,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{11}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{12}
 }
 
 // ListTablesResponse lists readable tables.
@@ -900,7 +1008,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1020,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1033,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{12}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListTablesResponse) GetTables() []*TableInfo {
@@ -953,7 +1061,7 @@ type TableInfo struct {
 
 func (x *TableInfo) Reset() {
 	*x = TableInfo{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1073,7 @@ func (x *TableInfo) String() string {
 func (*TableInfo) ProtoMessage() {}
 
 func (x *TableInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1086,7 @@ func (x *TableInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfo.ProtoReflect.Descriptor instead.
 func (*TableInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{13}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TableInfo) GetName() string {
@@ -1026,7 +1134,7 @@ type ListSnapshotsRequest struct {
 
 func (x *ListSnapshotsRequest) Reset() {
 	*x = ListSnapshotsRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1146,7 @@ func (x *ListSnapshotsRequest) String() string {
 func (*ListSnapshotsRequest) ProtoMessage() {}
 
 func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1159,7 @@ func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{14}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListSnapshotsRequest) GetTable() string {
@@ -1072,7 +1180,7 @@ type ListSnapshotsResponse struct {
 
 func (x *ListSnapshotsResponse) Reset() {
 	*x = ListSnapshotsResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1192,7 @@ func (x *ListSnapshotsResponse) String() string {
 func (*ListSnapshotsResponse) ProtoMessage() {}
 
 func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1205,7 @@ func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{15}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListSnapshotsResponse) GetTable() string {
@@ -1132,7 +1240,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1252,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1265,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{16}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SnapshotInfo) GetSnapshot() int64 {
@@ -1244,7 +1352,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1364,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1377,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{17}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Plan) GetTable() string {
@@ -1382,7 +1490,7 @@ type SnapshotPlan struct {
 
 func (x *SnapshotPlan) Reset() {
 	*x = SnapshotPlan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1502,7 @@ func (x *SnapshotPlan) String() string {
 func (*SnapshotPlan) ProtoMessage() {}
 
 func (x *SnapshotPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1515,7 @@ func (x *SnapshotPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPlan.ProtoReflect.Descriptor instead.
 func (*SnapshotPlan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{18}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SnapshotPlan) GetSnapshot() int64 {
@@ -1503,7 +1611,7 @@ type FilePlan struct {
 
 func (x *FilePlan) Reset() {
 	*x = FilePlan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1623,7 @@ func (x *FilePlan) String() string {
 func (*FilePlan) ProtoMessage() {}
 
 func (x *FilePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1636,7 @@ func (x *FilePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilePlan.ProtoReflect.Descriptor instead.
 func (*FilePlan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{19}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FilePlan) GetPath() string {
@@ -1570,7 +1678,7 @@ var File_sluice_v1_sluice_proto protoreflect.FileDescriptor
 
 const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\n" +
-	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\x9d\x04\n" +
+	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\xed\x04\n" +
 	"\rChangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12/\n" +
@@ -1588,11 +1696,22 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\x06follow\x18\v \x01(\bR\x06follow\x12\x14\n" +
 	"\x05start\x18\f \x01(\tR\x05start\x12\x1a\n" +
 	"\bconsumer\x18\r \x01(\tR\bconsumer\x12 \n" +
-	"\vcompression\x18\x0e \x01(\tR\vcompressionB\x10\n" +
+	"\vcompression\x18\x0e \x01(\tR\vcompression\x12#\n" +
+	"\rmax_endpoints\x18\x0f \x01(\rR\fmaxEndpoints\x12)\n" +
+	"\x04part\x18\x10 \x01(\v2\x15.sluice.v1.WindowPartR\x04partB\x10\n" +
 	"\x0e_from_snapshotB\x14\n" +
 	"\x12_from_timestamp_msB\x0e\n" +
 	"\f_to_snapshotB\x12\n" +
-	"\x10_to_timestamp_ms\"Z\n" +
+	"\x10_to_timestamp_ms\"\xb1\x01\n" +
+	"\n" +
+	"WindowPart\x12%\n" +
+	"\x0efirst_snapshot\x18\x01 \x01(\x03R\rfirstSnapshot\x12#\n" +
+	"\rlast_snapshot\x18\x02 \x01(\x03R\flastSnapshot\x12\x1d\n" +
+	"\n" +
+	"first_file\x18\x03 \x01(\rR\tfirstFile\x12\x19\n" +
+	"\bend_file\x18\x04 \x01(\rR\aendFile\x12\x1d\n" +
+	"\n" +
+	"file_count\x18\x05 \x01(\rR\tfileCount\"Z\n" +
 	"\n" +
 	"AckRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
@@ -1732,60 +1851,62 @@ func file_sluice_v1_sluice_proto_rawDescGZIP() []byte {
 	return file_sluice_v1_sluice_proto_rawDescData
 }
 
-var file_sluice_v1_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_sluice_v1_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_sluice_v1_sluice_proto_goTypes = []any{
 	(*ChangeRequest)(nil),           // 0: sluice.v1.ChangeRequest
-	(*AckRequest)(nil),              // 1: sluice.v1.AckRequest
-	(*ConsumerProgressRequest)(nil), // 2: sluice.v1.ConsumerProgressRequest
-	(*ConsumerProgress)(nil),        // 3: sluice.v1.ConsumerProgress
-	(*ListConsumersRequest)(nil),    // 4: sluice.v1.ListConsumersRequest
-	(*ListConsumersResponse)(nil),   // 5: sluice.v1.ListConsumersResponse
-	(*ResetConsumerRequest)(nil),    // 6: sluice.v1.ResetConsumerRequest
-	(*ResetConsumerResponse)(nil),   // 7: sluice.v1.ResetConsumerResponse
-	(*WatchCommitsRequest)(nil),     // 8: sluice.v1.WatchCommitsRequest
-	(*CommitSeqRequest)(nil),        // 9: sluice.v1.CommitSeqRequest
-	(*CommitSeqResponse)(nil),       // 10: sluice.v1.CommitSeqResponse
-	(*ListTablesRequest)(nil),       // 11: sluice.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),      // 12: sluice.v1.ListTablesResponse
-	(*TableInfo)(nil),               // 13: sluice.v1.TableInfo
-	(*ListSnapshotsRequest)(nil),    // 14: sluice.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),   // 15: sluice.v1.ListSnapshotsResponse
-	(*SnapshotInfo)(nil),            // 16: sluice.v1.SnapshotInfo
-	(*Plan)(nil),                    // 17: sluice.v1.Plan
-	(*SnapshotPlan)(nil),            // 18: sluice.v1.SnapshotPlan
-	(*FilePlan)(nil),                // 19: sluice.v1.FilePlan
-	nil,                             // 20: sluice.v1.SnapshotInfo.SummaryEntry
+	(*WindowPart)(nil),              // 1: sluice.v1.WindowPart
+	(*AckRequest)(nil),              // 2: sluice.v1.AckRequest
+	(*ConsumerProgressRequest)(nil), // 3: sluice.v1.ConsumerProgressRequest
+	(*ConsumerProgress)(nil),        // 4: sluice.v1.ConsumerProgress
+	(*ListConsumersRequest)(nil),    // 5: sluice.v1.ListConsumersRequest
+	(*ListConsumersResponse)(nil),   // 6: sluice.v1.ListConsumersResponse
+	(*ResetConsumerRequest)(nil),    // 7: sluice.v1.ResetConsumerRequest
+	(*ResetConsumerResponse)(nil),   // 8: sluice.v1.ResetConsumerResponse
+	(*WatchCommitsRequest)(nil),     // 9: sluice.v1.WatchCommitsRequest
+	(*CommitSeqRequest)(nil),        // 10: sluice.v1.CommitSeqRequest
+	(*CommitSeqResponse)(nil),       // 11: sluice.v1.CommitSeqResponse
+	(*ListTablesRequest)(nil),       // 12: sluice.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),      // 13: sluice.v1.ListTablesResponse
+	(*TableInfo)(nil),               // 14: sluice.v1.TableInfo
+	(*ListSnapshotsRequest)(nil),    // 15: sluice.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 16: sluice.v1.ListSnapshotsResponse
+	(*SnapshotInfo)(nil),            // 17: sluice.v1.SnapshotInfo
+	(*Plan)(nil),                    // 18: sluice.v1.Plan
+	(*SnapshotPlan)(nil),            // 19: sluice.v1.SnapshotPlan
+	(*FilePlan)(nil),                // 20: sluice.v1.FilePlan
+	nil,                             // 21: sluice.v1.SnapshotInfo.SummaryEntry
 }
 var file_sluice_v1_sluice_proto_depIdxs = []int32{
-	3,  // 0: sluice.v1.ListConsumersResponse.consumers:type_name -> sluice.v1.ConsumerProgress
-	13, // 1: sluice.v1.ListTablesResponse.tables:type_name -> sluice.v1.TableInfo
-	16, // 2: sluice.v1.ListSnapshotsResponse.snapshots:type_name -> sluice.v1.SnapshotInfo
-	20, // 3: sluice.v1.SnapshotInfo.summary:type_name -> sluice.v1.SnapshotInfo.SummaryEntry
-	18, // 4: sluice.v1.Plan.snapshots:type_name -> sluice.v1.SnapshotPlan
-	19, // 5: sluice.v1.SnapshotPlan.files:type_name -> sluice.v1.FilePlan
-	9,  // 6: sluice.v1.ControlService.CommitSeq:input_type -> sluice.v1.CommitSeqRequest
-	11, // 7: sluice.v1.ControlService.ListTables:input_type -> sluice.v1.ListTablesRequest
-	14, // 8: sluice.v1.ControlService.ListSnapshots:input_type -> sluice.v1.ListSnapshotsRequest
-	0,  // 9: sluice.v1.ControlService.Explain:input_type -> sluice.v1.ChangeRequest
-	1,  // 10: sluice.v1.ControlService.Ack:input_type -> sluice.v1.AckRequest
-	2,  // 11: sluice.v1.ControlService.GetConsumerProgress:input_type -> sluice.v1.ConsumerProgressRequest
-	4,  // 12: sluice.v1.ControlService.ListConsumers:input_type -> sluice.v1.ListConsumersRequest
-	6,  // 13: sluice.v1.ControlService.ResetConsumer:input_type -> sluice.v1.ResetConsumerRequest
-	8,  // 14: sluice.v1.ControlService.WatchCommits:input_type -> sluice.v1.WatchCommitsRequest
-	10, // 15: sluice.v1.ControlService.CommitSeq:output_type -> sluice.v1.CommitSeqResponse
-	12, // 16: sluice.v1.ControlService.ListTables:output_type -> sluice.v1.ListTablesResponse
-	15, // 17: sluice.v1.ControlService.ListSnapshots:output_type -> sluice.v1.ListSnapshotsResponse
-	17, // 18: sluice.v1.ControlService.Explain:output_type -> sluice.v1.Plan
-	3,  // 19: sluice.v1.ControlService.Ack:output_type -> sluice.v1.ConsumerProgress
-	3,  // 20: sluice.v1.ControlService.GetConsumerProgress:output_type -> sluice.v1.ConsumerProgress
-	5,  // 21: sluice.v1.ControlService.ListConsumers:output_type -> sluice.v1.ListConsumersResponse
-	7,  // 22: sluice.v1.ControlService.ResetConsumer:output_type -> sluice.v1.ResetConsumerResponse
-	10, // 23: sluice.v1.ControlService.WatchCommits:output_type -> sluice.v1.CommitSeqResponse
-	15, // [15:24] is the sub-list for method output_type
-	6,  // [6:15] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	1,  // 0: sluice.v1.ChangeRequest.part:type_name -> sluice.v1.WindowPart
+	4,  // 1: sluice.v1.ListConsumersResponse.consumers:type_name -> sluice.v1.ConsumerProgress
+	14, // 2: sluice.v1.ListTablesResponse.tables:type_name -> sluice.v1.TableInfo
+	17, // 3: sluice.v1.ListSnapshotsResponse.snapshots:type_name -> sluice.v1.SnapshotInfo
+	21, // 4: sluice.v1.SnapshotInfo.summary:type_name -> sluice.v1.SnapshotInfo.SummaryEntry
+	19, // 5: sluice.v1.Plan.snapshots:type_name -> sluice.v1.SnapshotPlan
+	20, // 6: sluice.v1.SnapshotPlan.files:type_name -> sluice.v1.FilePlan
+	10, // 7: sluice.v1.ControlService.CommitSeq:input_type -> sluice.v1.CommitSeqRequest
+	12, // 8: sluice.v1.ControlService.ListTables:input_type -> sluice.v1.ListTablesRequest
+	15, // 9: sluice.v1.ControlService.ListSnapshots:input_type -> sluice.v1.ListSnapshotsRequest
+	0,  // 10: sluice.v1.ControlService.Explain:input_type -> sluice.v1.ChangeRequest
+	2,  // 11: sluice.v1.ControlService.Ack:input_type -> sluice.v1.AckRequest
+	3,  // 12: sluice.v1.ControlService.GetConsumerProgress:input_type -> sluice.v1.ConsumerProgressRequest
+	5,  // 13: sluice.v1.ControlService.ListConsumers:input_type -> sluice.v1.ListConsumersRequest
+	7,  // 14: sluice.v1.ControlService.ResetConsumer:input_type -> sluice.v1.ResetConsumerRequest
+	9,  // 15: sluice.v1.ControlService.WatchCommits:input_type -> sluice.v1.WatchCommitsRequest
+	11, // 16: sluice.v1.ControlService.CommitSeq:output_type -> sluice.v1.CommitSeqResponse
+	13, // 17: sluice.v1.ControlService.ListTables:output_type -> sluice.v1.ListTablesResponse
+	16, // 18: sluice.v1.ControlService.ListSnapshots:output_type -> sluice.v1.ListSnapshotsResponse
+	18, // 19: sluice.v1.ControlService.Explain:output_type -> sluice.v1.Plan
+	4,  // 20: sluice.v1.ControlService.Ack:output_type -> sluice.v1.ConsumerProgress
+	4,  // 21: sluice.v1.ControlService.GetConsumerProgress:output_type -> sluice.v1.ConsumerProgress
+	6,  // 22: sluice.v1.ControlService.ListConsumers:output_type -> sluice.v1.ListConsumersResponse
+	8,  // 23: sluice.v1.ControlService.ResetConsumer:output_type -> sluice.v1.ResetConsumerResponse
+	11, // 24: sluice.v1.ControlService.WatchCommits:output_type -> sluice.v1.CommitSeqResponse
+	16, // [16:25] is the sub-list for method output_type
+	7,  // [7:16] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_sluice_v1_sluice_proto_init() }
@@ -1794,17 +1915,17 @@ func file_sluice_v1_sluice_proto_init() {
 		return
 	}
 	file_sluice_v1_sluice_proto_msgTypes[0].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[10].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[13].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[16].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[11].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[14].OneofWrappers = []any{}
 	file_sluice_v1_sluice_proto_msgTypes[17].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_v1_sluice_proto_rawDesc), len(file_sluice_v1_sluice_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
