@@ -3,8 +3,10 @@ package feed
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -99,6 +101,13 @@ type Engine struct {
 	budget *budget
 	// reads counts the reads running (see Close).
 	reads atomic.Int64
+
+	// watchMu guards watchers: the running table watchers, by table.
+	watchMu  sync.Mutex
+	watchers map[string]*watcher
+	// loadsMu guards loads: the catalog loads of each table that loaded.
+	loadsMu sync.Mutex
+	loads   map[string]int64
 }
 
 // counters are the engine's running totals (see Stats).
@@ -106,6 +115,7 @@ type counters struct {
 	filesRead, rowGroupsRead, rowsDecoded atomic.Int64
 	cacheHits, cacheMisses                atomic.Int64
 	spillFiles                            atomic.Int64
+	tableLoads, tableLoadFailures         atomic.Int64
 }
 
 // Stats are running totals of the engine's reads since it was created.
@@ -125,6 +135,10 @@ type Stats struct {
 	SpillFiles int64
 	// MemoryBudgetInUse is the part of the memory budget reads hold now.
 	MemoryBudgetInUse int64
+	// TableLoads counts the loads of a table's metadata from the catalog
+	// (see TableLoads for them by table); TableLoadFailures those that
+	// failed (the table unknown, the catalog unreachable, ...).
+	TableLoads, TableLoadFailures int64
 }
 
 // Stats returns the engine's running totals.
@@ -132,12 +146,25 @@ func (e *Engine) Stats() Stats {
 	return Stats{FilesRead: e.stats.filesRead.Load(), RowGroupsRead: e.stats.rowGroupsRead.Load(),
 		RowsDecoded: e.stats.rowsDecoded.Load(), PlanCacheHits: e.stats.cacheHits.Load(),
 		PlanCacheMisses: e.stats.cacheMisses.Load(), SpillFiles: e.stats.spillFiles.Load(),
-		MemoryBudgetInUse: e.budget.inUse()}
+		MemoryBudgetInUse: e.budget.inUse(), TableLoads: e.stats.tableLoads.Load(),
+		TableLoadFailures: e.stats.tableLoadFailures.Load()}
+}
+
+// TableLoads returns the count of successful loads of each table's
+// metadata from the catalog since the engine was created (failed loads
+// are counted in Stats only: their names may be anything a client sent).
+// A table followed by any number of streams is loaded about once per poll
+// interval (see Stream).
+func (e *Engine) TableLoads() map[string]int64 {
+	e.loadsMu.Lock()
+	defer e.loadsMu.Unlock()
+	return maps.Clone(e.loads)
 }
 
 // New returns an engine that reads the tables of tables.
 func New(tables Tables, opts Options) *Engine {
-	e := &Engine{tables: tables, opts: opts.withDefaults(), cache: newPlanCache()}
+	e := &Engine{tables: tables, opts: opts.withDefaults(), cache: newPlanCache(), watchers: map[string]*watcher{},
+		loads: map[string]int64{}}
 	e.budget = newBudget(e.opts.MemoryBudget)
 	e.cache.stats = &e.stats
 	return e
@@ -165,9 +192,32 @@ type TableInfo struct {
 	CommitSeq       int64  `json:"commit_seq"`
 }
 
-// load loads a table through the catalog's format-aware Load when it has
-// one, else as an Iceberg table.
+// load returns the table: the state pinned in ctx for it (see withTable),
+// else its current state loaded from the catalog.
 func (e *Engine) load(ctx context.Context, name string) (Table, error) {
+	if p, ok := ctx.Value(pinnedKey{}).(pinned); ok && p.name == name {
+		return p.tbl, nil
+	}
+	return e.loadTable(ctx, name)
+}
+
+// loadTable loads a table's current state from the catalog, through the
+// catalog's format-aware Load when it has one, else as an Iceberg table,
+// and counts the load.
+func (e *Engine) loadTable(ctx context.Context, name string) (Table, error) {
+	tbl, err := e.loadUncounted(ctx, name)
+	e.stats.tableLoads.Add(1)
+	if err != nil {
+		e.stats.tableLoadFailures.Add(1)
+		return nil, err
+	}
+	e.loadsMu.Lock()
+	e.loads[name]++
+	e.loadsMu.Unlock()
+	return tbl, nil
+}
+
+func (e *Engine) loadUncounted(ctx context.Context, name string) (Table, error) {
 	if ft, ok := e.tables.(FormatTables); ok {
 		return ft.Load(ctx, name)
 	}
@@ -178,8 +228,37 @@ func (e *Engine) load(ctx context.Context, name string) (Table, error) {
 	return IcebergTable(tbl), nil
 }
 
+// pinnedKey is the context key of a pinned table state.
+type pinnedKey struct{}
+
+// pinned is a table state that the engine's calls made with the context
+// use instead of loading the table again.
+type pinned struct {
+	name string
+	tbl  Table
+}
+
+// withTable returns ctx with tbl pinned as the state of table name: a
+// stream plans its windows on the state its watcher loaded (which holds
+// their snapshots), so that planning does not load the table again.
+func withTable(ctx context.Context, name string, tbl Table) context.Context {
+	return context.WithValue(ctx, pinnedKey{}, pinned{name: name, tbl: tbl})
+}
+
 // Status returns the table's current commit position: cheap enough to poll.
+// While the table is watched (a follow stream or WatchCommits runs on it),
+// Status answers from the watcher's last load when that is less than a
+// poll interval old, so that it is as current as what the streams see;
+// otherwise it loads the table.
 func (e *Engine) Status(ctx context.Context, name string) (TableStatus, error) {
+	e.watchMu.Lock()
+	w := e.watchers[name]
+	e.watchMu.Unlock()
+	if w != nil {
+		if st := w.fresh(); st != nil {
+			return statusOf(name, st.history()), nil
+		}
+	}
 	tbl, err := e.load(ctx, name)
 	if err != nil {
 		return TableStatus{}, err
@@ -187,9 +266,12 @@ func (e *Engine) Status(ctx context.Context, name string) (TableStatus, error) {
 	return status(name, tbl), nil
 }
 
-func status(name string, tbl Table) TableStatus {
+func status(name string, tbl Table) TableStatus { return statusOf(name, tbl.history(nil)) }
+
+// statusOf returns the commit position of a table whose history is hist.
+func statusOf(name string, hist History) TableStatus {
 	st := TableStatus{Table: name}
-	lineage := tbl.history(nil).Snapshots
+	lineage := hist.Snapshots
 	if len(lineage) > 0 {
 		cur := lineage[len(lineage)-1]
 		st.CommitSeq, st.Snapshot, st.TimestampMs = cur.CommitSeq, &cur.ID, cur.TimestampMs

@@ -121,7 +121,8 @@ type streamer struct {
 
 	// schema is the stream's schema, nil until StreamStarted is yielded.
 	schema *arrow.Schema
-	// how is what decided the start, for StreamStarted.
+	// how is what decided the start, for StreamStarted ("" until the
+	// start position is known).
 	how string
 	// lastYield is when the last event went out.
 	lastYield time.Time
@@ -131,6 +132,15 @@ type streamer struct {
 	cursor *int64
 	// at describes the cursor (ID NoSnapshot when nil).
 	at Snapshot
+
+	// sub is a follow stream's subscription to its table's watcher (nil
+	// for a bounded stream).
+	sub *watchSub
+	// cur is the state of the table the stream works from (nil before the
+	// first); seen is the watcher's number of the last state the stream
+	// took, loaded or failed.
+	cur  *tableState
+	seen uint64
 }
 
 // shape is the request's table and change shape, without a window.
@@ -141,10 +151,17 @@ func (s *streamer) shape() Request {
 }
 
 func (s *streamer) run(ctx context.Context) error {
+	if s.req.Follow {
+		s.sub = s.e.watch(s.req.Table, s.opts.PollInterval)
+		defer s.sub.close()
+	}
 	var pos position
 	err := s.retry(ctx, func() error {
+		if err := s.refresh(ctx); err != nil {
+			return err
+		}
 		var err error
-		pos, err = s.startPosition(ctx)
+		pos, err = s.startPosition(s.pin(ctx))
 		return err
 	})
 	if err != nil {
@@ -159,16 +176,7 @@ func (s *streamer) run(ctx context.Context) error {
 	s.cursor, s.at = pos.from, pos.at
 	notBefore := pos.notBefore
 	for {
-		var hist History
-		err := s.retry(ctx, func() error {
-			var err error
-			hist, err = s.e.History(ctx, s.req.Table)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		next, err := s.pending(hist)
+		next, err := s.pending(s.cur.history())
 		if err != nil {
 			return err
 		}
@@ -193,7 +201,8 @@ func (s *streamer) run(ctx context.Context) error {
 			}
 		}
 		if len(next) == 0 {
-			if err := s.wait(ctx, s.opts.PollInterval); err != nil {
+			// Caught up: wait for the watcher's next load of the table.
+			if err := s.retry(ctx, func() error { return s.refresh(ctx) }); err != nil {
 				return err
 			}
 			continue
@@ -202,7 +211,52 @@ func (s *streamer) run(ctx context.Context) error {
 		if err := s.streamWindow(ctx, end); err != nil {
 			return err
 		}
+		if s.sub != nil {
+			// Go on from a newer state when another stream's wait loaded one.
+			if st := s.sub.newer(s.seen); st != nil {
+				s.cur, s.seen = st, st.seq
+			}
+		}
 	}
+}
+
+// refresh moves the stream on to a newer state of its table. A follow
+// stream takes it from the table's watcher, shared with every stream that
+// follows the table: the latest state when it is fresh (see
+// watchSub.next), else the next one the watcher loads, waiting for it with
+// heartbeats once the stream has started; a failed load is the error the
+// stream retries or ends with. A bounded stream loads the table (once:
+// its stream ends at the snapshot current then).
+func (s *streamer) refresh(ctx context.Context) error {
+	if s.sub == nil {
+		start := time.Now()
+		tbl, err := s.e.loadTable(ctx, s.req.Table)
+		if err != nil {
+			return err
+		}
+		s.cur = newTableState(0, tbl, nil, start)
+		return nil
+	}
+	st, err := s.sub.next(s.seen, func(wake <-chan struct{}) error { return s.idle(ctx, wake) })
+	if err != nil {
+		return err
+	}
+	s.seen = st.seq
+	if st.err != nil {
+		return st.err
+	}
+	s.cur = st
+	return nil
+}
+
+// pin returns ctx with the stream's state of its table pinned (see
+// withTable): the plans made with it read that state instead of loading
+// the table again.
+func (s *streamer) pin(ctx context.Context) context.Context {
+	if s.cur == nil {
+		return ctx
+	}
+	return withTable(ctx, s.req.Table, s.cur.tbl)
 }
 
 // pending returns the snapshots of the lineage after the cursor.
@@ -239,7 +293,7 @@ func (s *streamer) streamState(ctx context.Context, snap Snapshot) error {
 	var sp *StatePlan
 	err := s.retry(ctx, func() error {
 		var err error
-		sp, err = s.e.PlanState(ctx, req)
+		sp, err = s.e.PlanState(s.pin(ctx), req)
 		return err
 	})
 	if err != nil {
@@ -271,7 +325,7 @@ func (s *streamer) streamWindow(ctx context.Context, end Snapshot) error {
 	var p *Plan
 	err := s.retry(ctx, func() error {
 		var err error
-		p, err = s.e.Plan(ctx, req)
+		p, err = s.e.Plan(s.pin(ctx), req)
 		return err
 	})
 	if err != nil {
@@ -314,7 +368,7 @@ func (s *streamer) started(ctx context.Context, schema *arrow.Schema) error {
 	}
 	if schema == nil {
 		var err error
-		if schema, err = s.e.Schema(ctx, s.shape()); err != nil {
+		if schema, err = s.e.Schema(s.pin(ctx), s.shape()); err != nil {
 			return err
 		}
 	}
@@ -352,30 +406,52 @@ func (s *streamer) heartbeat(ctx context.Context) error {
 // been quiet for the heartbeat interval. It returns early with the
 // context's error.
 func (s *streamer) wait(ctx context.Context, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	timer := time.NewTimer(d)
+	return s.waitFor(ctx, time.Now().Add(d), nil, true)
+}
+
+// idle waits until wake is closed (the table's watcher published a state),
+// with heartbeats once the stream knows where it starts. It returns early
+// with the context's error.
+func (s *streamer) idle(ctx context.Context, wake <-chan struct{}) error {
+	return s.waitFor(ctx, time.Time{}, wake, s.how != "")
+}
+
+// waitFor waits until deadline (zero: no deadline) or until wake is closed
+// (nil: never), yielding heartbeats meanwhile, when beats is set and the
+// stream follows, whenever it has been quiet for the heartbeat interval.
+// It returns early with the context's error.
+func (s *streamer) waitFor(ctx context.Context, deadline time.Time, wake <-chan struct{}, beats bool) error {
+	beats = beats && s.req.Follow
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	defer timer.Stop()
 	for {
 		now := time.Now()
 		beat := s.lastYield.Add(s.opts.HeartbeatInterval)
-		if s.req.Follow && !now.Before(beat) {
+		if beats && !now.Before(beat) {
 			if err := s.heartbeat(ctx); err != nil {
 				return err
 			}
 			continue
 		}
-		if !now.Before(deadline) {
+		if !deadline.IsZero() && !now.Before(deadline) {
 			return nil
 		}
 		next := deadline
-		if s.req.Follow && beat.Before(next) {
+		if beats && (next.IsZero() || beat.Before(next)) {
 			next = beat
 		}
-		timer.Reset(next.Sub(now))
+		var fire <-chan time.Time
+		if !next.IsZero() {
+			timer.Reset(next.Sub(now))
+			fire = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-timer.C:
+		case <-wake:
+			return nil
+		case <-fire:
 		}
 	}
 }

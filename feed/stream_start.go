@@ -32,10 +32,7 @@ type position struct {
 func (s *streamer) startPosition(ctx context.Context) (position, error) {
 	req := s.req
 	table := req.Table
-	hist, err := s.e.History(ctx, table)
-	if err != nil {
-		return position{}, err
-	}
+	hist := s.cur.history()
 	lineage := hist.Snapshots
 	pos := position{}
 	if n := len(lineage); n > 0 {

@@ -9,9 +9,12 @@ import (
 )
 
 // WatchCommits yields the table's commit position, then one position per
-// new commit to its main branch, in commit order, as a poll every
-// PollInterval sees them land (after a rollback: the new position). For a
-// table without snapshots the first position has no snapshot. It ends
+// new commit to its main branch, in commit order, as the table's watcher
+// sees them land (after a rollback: the new position). The watcher is
+// shared with every follow stream and watch of the table: it loads the
+// table about once per PollInterval however many watch it, and a watch
+// starts from its latest load when that is less than PollInterval old. For
+// a table without snapshots the first position has no snapshot. It ends
 // only with an error: ctx's, or a failure other than a transient one
 // (transient reports those; nil: errors wrapping ErrStorageUnavailable),
 // which it retries, waiting from PollInterval up to MaxBackoff and telling
@@ -23,34 +26,56 @@ func (e *Engine) WatchCommits(ctx context.Context, table string, opts FollowOpti
 		transient = func(err error) bool { return errors.Is(err, ErrStorageUnavailable) }
 	}
 	return func(yield func(TableStatus, error) bool) {
-		var last *Snapshot
-		first := true
-		delay := opts.PollInterval
-		timer := time.NewTimer(0)
-		defer timer.Stop()
-		for {
+		sub := e.watch(table, opts.PollInterval)
+		defer sub.close()
+		idle := func(wake <-chan struct{}) error {
 			select {
 			case <-ctx.Done():
-				yield(TableStatus{}, ctx.Err())
-				return
-			case <-timer.C:
+				return ctx.Err()
+			case <-wake:
+				return nil
 			}
-			lineage, err := e.Snapshots(ctx, table)
+		}
+		var last *Snapshot
+		var seen uint64
+		first := true
+		delay := opts.PollInterval
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(TableStatus{}, err)
+				return
+			}
+			st, err := sub.next(seen, idle)
 			if err != nil {
-				if !transient(err) {
-					yield(TableStatus{}, err)
+				yield(TableStatus{}, err)
+				return
+			}
+			seen = st.seq
+			if st.err != nil {
+				if !transient(st.err) {
+					yield(TableStatus{}, st.err)
 					return
 				}
 				if retrying != nil {
-					retrying(err, delay)
+					retrying(st.err, delay)
 				}
 				timer.Reset(delay)
+				select {
+				case <-ctx.Done():
+					yield(TableStatus{}, ctx.Err())
+					return
+				case <-timer.C:
+				}
 				delay = min(2*delay, opts.MaxBackoff)
 				continue
 			}
 			delay = opts.PollInterval
-			for _, st := range newCommits(table, lineage, last, first) {
-				if !yield(st, nil) {
+			lineage := st.history().Snapshots
+			for _, c := range newCommits(table, lineage, last, first) {
+				if !yield(c, nil) {
 					return
 				}
 			}
@@ -59,7 +84,6 @@ func (e *Engine) WatchCommits(ctx context.Context, table string, opts FollowOpti
 				c := lineage[n-1]
 				last = &c
 			}
-			timer.Reset(opts.PollInterval)
 		}
 	}
 }
