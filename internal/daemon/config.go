@@ -26,7 +26,8 @@ const (
 	DefaultGCPercent       = 300
 	DefaultMemoryLimitMiB  = 192
 	// DefaultProgressFile is the SQLite file of consumer progress, inside a
-	// local warehouse (in the working directory for a remote one).
+	// local warehouse (in the working directory for a remote one, and for
+	// a rest catalog).
 	DefaultProgressFile = "sluice-consumers.db"
 )
 
@@ -55,8 +56,11 @@ type Config struct {
 	// port 0 picks a free port (see ReadyFile).
 	Listen string `yaml:"listen"`
 	// Catalog selects the catalog (--catalog-type, --catalog-uri,
-	// --catalog-name, --warehouse, --create-catalog). flightd checks it
-	// with catalog.Preflight before it opens it.
+	// --catalog-name, --warehouse, --create-catalog, --catalog-property,
+	// --catalog-properties-file, --catalog-start-timeout). flightd checks
+	// it with catalog.Preflight before it opens it, warns about property
+	// names iceberg-go does not read, and retries a catalog unavailable at
+	// start for up to its StartTimeout.
 	Catalog catalog.Config `yaml:"catalog"`
 	// Delta says where Delta tables are (--delta-root, SLUICE_DELTA_ROOT;
 	// delta.tables in YAML only). They are served beside the catalog's
@@ -155,7 +159,8 @@ type ProgressConfig struct {
 	// DSN is the database (--progress-dsn): a SQLite file (a path,
 	// file:///path or sqlite:///path) or postgres://user:pw@host/db.
 	// Default: <warehouse>/sluice-consumers.db for a local warehouse,
-	// ./sluice-consumers.db for a remote one.
+	// ./sluice-consumers.db (in the working directory) for a remote one
+	// and for a rest catalog, whose warehouse is never a local directory.
 	DSN string `yaml:"dsn"`
 }
 
@@ -166,6 +171,8 @@ func (c Config) ProgressDSN() string {
 	}
 	w := c.Catalog.Warehouse
 	switch {
+	case c.Catalog.Type == catalog.TypeREST:
+		return DefaultProgressFile
 	case strings.HasPrefix(w, "file://"):
 		return filepath.Join(strings.TrimPrefix(w, "file://"), DefaultProgressFile)
 	case strings.Contains(w, "://"):
@@ -220,9 +227,12 @@ type EngineConfig struct {
 
 // DefaultConfig returns the configuration with every default set.
 func DefaultConfig() Config {
+	// The warehouse's default depends on the catalog type (a rest catalog
+	// has none): LoadConfig sets it once the type is known.
+	cat := catalog.Config{Type: catalog.DefaultType, Name: catalog.DefaultName, StartTimeout: catalog.DefaultStartTimeout}
 	return Config{
 		Listen:          DefaultListen,
-		Catalog:         catalog.Config{}.WithDefaults(),
+		Catalog:         cat,
 		LogLevel:        DefaultLogLevel,
 		LogFormat:       DefaultLogFormat,
 		ShutdownTimeout: DefaultShutdownTimeout,

@@ -77,13 +77,19 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 		fs.Var((*durationFlag)(p), name, usage+" (a `duration` with its unit: 500ms, 5s, 2m)")
 	}
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address to serve on")
-	fs.StringVar(&c.Catalog.Warehouse, "warehouse", c.Catalog.Warehouse, "warehouse directory or URL (must exist, but for --demo and --create-catalog)")
+	fs.StringVar(&c.Catalog.Warehouse, "warehouse", c.Catalog.Warehouse,
+		"warehouse directory or URL (must exist, but for --demo and --create-catalog; default ./warehouse); for rest, the warehouse the server expects (no default)")
 	fs.StringVar(&c.Catalog.Type, "catalog-type", c.Catalog.Type, "catalog type: sql, rest or hadoop")
 	fs.StringVar(&c.Catalog.URI, "catalog-uri", c.Catalog.URI,
 		"catalog location: for sql the SQLite file as file:///abs/path/catalog.db (default <warehouse>/catalog.db), for rest the server URL")
 	fs.StringVar(&c.Catalog.Name, "catalog-name", c.Catalog.Name, "catalog name (the name writers used)")
 	fs.BoolVar(&c.Catalog.Create, "create-catalog", c.Catalog.Create,
 		"create the warehouse and the catalog file when absent, even beside other catalogs' files")
+	fs.Var((*propertiesFlag)(&c.Catalog.Properties), "catalog-property",
+		"a catalog `name=value` property (repeatable; a value may be ${env:NAME} or ${file:PATH})")
+	fs.StringVar(&c.Catalog.PropertiesFile, "catalog-properties-file", c.Catalog.PropertiesFile,
+		"YAML file of catalog properties, name: value (a mounted secret)")
+	dur(&c.Catalog.StartTimeout, "catalog-start-timeout", "how long to retry a catalog unavailable at start, 0: fail at once")
 	fs.StringVar(&c.Delta.Root, "delta-root", c.Delta.Root,
 		"serve every sub-folder of this folder holding a _delta_log as the Delta table delta.<sub-folder>")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "create the demo table demo.orders when absent")
@@ -126,7 +132,7 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	fs.Var((*listFlag)(&c.Replicas.Peers), "peers",
 		"every replica's advertised address, comma-separated, or dns://name:port: where split windows' endpoints go")
 	fs.StringVar(&c.Progress.DSN, "progress-dsn", c.Progress.DSN,
-		"consumer progress store: a SQLite file or postgres://... (default <warehouse>/sluice-consumers.db)")
+		"consumer progress store: a SQLite file or postgres://... (default <warehouse>/sluice-consumers.db; ./sluice-consumers.db for rest)")
 	return fs, configFile
 }
 
@@ -154,6 +160,34 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// propertiesFlag is the repeatable --catalog-property name=value: each
+// sets one property, over the YAML file's and the environment's.
+type propertiesFlag map[string]string
+
+func (p *propertiesFlag) String() string { return "" }
+
+func (p *propertiesFlag) Set(s string) error {
+	name, value, err := parseProperty(s)
+	if err != nil {
+		return err
+	}
+	if *p == nil {
+		*p = map[string]string{}
+	}
+	(*p)[name] = value
+	return nil
+}
+
+// parseProperty splits name=value. Its errors never show the value.
+func parseProperty(s string) (name, value string, err error) {
+	name, value, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return "", "", errors.New("want name=value")
+	}
+	return name, value, nil
 }
 
 // durationFlag is a duration flag whose error says what is wrong with the
@@ -372,6 +406,41 @@ func applyEnv(env map[string]string, cfg *Config) error {
 			}
 			*p = d
 		}
+	}
+	return applyEnvCatalog(env, cfg)
+}
+
+// applyEnvCatalog applies SLUICE_CATALOG_PROPERTIES_FILE,
+// SLUICE_CATALOG_START_TIMEOUT and SLUICE_CATALOG_PROPERTIES: name=value
+// pairs separated by commas, over the YAML file's properties. A value
+// cannot hold a comma there (it belongs in the YAML file, the properties
+// file or a --catalog-property); a piece without "=" is refused, naming
+// its place but not its text, which may be part of a secret.
+func applyEnvCatalog(env map[string]string, cfg *Config) error {
+	if v, ok := env["SLUICE_CATALOG_PROPERTIES_FILE"]; ok {
+		cfg.Catalog.PropertiesFile = v
+	}
+	if v, ok := env["SLUICE_CATALOG_START_TIMEOUT"]; ok {
+		d, err := parseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%w: SLUICE_CATALOG_START_TIMEOUT=%q: %v", ErrConfig, v, err)
+		}
+		cfg.Catalog.StartTimeout = d
+	}
+	v := env["SLUICE_CATALOG_PROPERTIES"]
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	if cfg.Catalog.Properties == nil {
+		cfg.Catalog.Properties = map[string]string{}
+	}
+	for i, piece := range strings.Split(v, ",") {
+		name, value, err := parseProperty(piece)
+		if err != nil {
+			return fmt.Errorf("%w: SLUICE_CATALOG_PROPERTIES: item %d: %v (comma-separated name=value pairs; a value "+
+				"with a comma goes in --catalog-property or --catalog-properties-file)", ErrConfig, i+1, err)
+		}
+		cfg.Catalog.Properties[name] = value
 	}
 	return nil
 }

@@ -41,7 +41,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := prepareWarehouse(ctx, cfg); err != nil {
 		return err
 	}
-	cat, err := catalog.Open(ctx, cfg.Catalog)
+	if err := logCatalog(cfg, log); err != nil {
+		return err
+	}
+	// Nothing listens, and the ready file is not written, until the
+	// catalog is open.
+	cat, err := openCatalog(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

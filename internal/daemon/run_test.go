@@ -121,10 +121,17 @@ func TestRunRefusesMissingWarehouse(t *testing.T) {
 			t.Fatalf("%v: created the warehouse", args)
 		}
 	}
-	// A REST catalog's warehouse is not the catalog's to check: the
-	// default progress store in it is.
+	// A REST catalog's warehouse is the server's, never a local
+	// directory: the default progress store is in the working directory,
+	// whatever the warehouse is called.
 	cfg := DefaultConfig()
 	cfg.Catalog = catalog.Config{Type: catalog.TypeREST, URI: "http://127.0.0.1:1", Warehouse: typo}.WithDefaults()
+	if err := checkProgressDir(cfg); err != nil || cfg.ProgressDSN() != DefaultProgressFile {
+		t.Fatalf("progress store of a rest catalog: %s %v", cfg.ProgressDSN(), err)
+	}
+	// A local warehouse that does not exist: its default progress store
+	// is named.
+	cfg.Catalog = catalog.Config{Type: catalog.TypeHadoop, Warehouse: typo}.WithDefaults()
 	if err := checkProgressDir(cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--progress-dsn") {
 		t.Fatalf("progress store in a missing warehouse: %v", err)
 	}
