@@ -77,11 +77,17 @@ var errStopped = errors.New("feed: stream consumer stopped")
 // StreamStarted event, then the full state where the start mode asks for
 // one, then the changes window by window (each planned with its end pinned,
 // from the cursor), up to the snapshot current when the stream started.
-// Without Follow the sequence then ends. With Follow it polls the table
-// every PollInterval, yields each new commit's changes, and yields a
+// Without Follow the sequence then ends. With Follow it watches the table
+// for new commits, yields each new commit's changes, and yields a
 // heartbeat whenever it has yielded nothing for HeartbeatInterval; it ends
 // only with an error, or when ctx ends (with ctx's error) or the consumer
-// stops.
+// stops. The follow streams and WatchCommits calls of one table share one
+// watcher, which loads the table's metadata once per PollInterval (the
+// shortest among them) however many wait on it; a stream starts from the
+// watcher's last load when that is less than PollInterval old, else from a
+// load made at once, and plans its windows on the loaded metadata (see
+// Poke for a wake-up before the interval). A bounded stream loads the
+// table once itself.
 //
 // A start the retained history cannot serve is ErrResyncRequired, naming
 // the earliest snapshot a stream can start from, never a silent jump; so is

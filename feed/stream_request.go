@@ -44,7 +44,9 @@ const (
 // values take the defaults.
 type FollowOptions struct {
 	// PollInterval is how often a follow stream reads the table's metadata
-	// for new commits. Default DefaultPollInterval (1s).
+	// for new commits. The follow streams and watches of one table share
+	// its reads: the table is read once per the shortest PollInterval among
+	// them. Default DefaultPollInterval (1s).
 	PollInterval time.Duration
 	// HeartbeatInterval is how long a follow stream may go without
 	// yielding a batch before it yields a 0-row heartbeat. Default

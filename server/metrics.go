@@ -54,8 +54,27 @@ func NewMetrics(engine *feed.Engine) *Metrics {
 			func(s feed.Stats) int64 { return s.PlanCacheHits })
 		stat("sluice_plan_cache_misses_total", "Snapshot plans read from manifests.",
 			func(s feed.Stats) int64 { return s.PlanCacheMisses })
+		stat("sluice_table_load_failures_total", "Loads of a table's metadata from the catalog that failed.",
+			func(s feed.Stats) int64 { return s.TableLoadFailures })
+		m.registry.MustRegister(tableLoads{engine})
 	}
 	return m
+}
+
+// tableLoadsDesc describes sluice_table_loads_total.
+var tableLoadsDesc = prometheus.NewDesc("sluice_table_loads_total",
+	"Loads of a table's metadata from the catalog, per table (the follow streams and watches of a table share "+
+		"about one per poll interval).", []string{"table"}, nil)
+
+// tableLoads collects the engine's catalog loads per table.
+type tableLoads struct{ engine *feed.Engine }
+
+func (tableLoads) Describe(ch chan<- *prometheus.Desc) { ch <- tableLoadsDesc }
+
+func (c tableLoads) Collect(ch chan<- prometheus.Metric) {
+	for table, n := range c.engine.TableLoads() {
+		ch <- prometheus.MustNewConstMetric(tableLoadsDesc, prometheus.CounterValue, float64(n), table)
+	}
 }
 
 // Handler serves the metrics in the Prometheus text format.
