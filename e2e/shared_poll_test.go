@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	sluice "github.com/sluicefeed/sluice/clients/go"
+	"github.com/sluicefeed/sluice/internal/tablewrite"
+)
+
+// TestFollowersShareOnePoll: 200 Go clients follow one table of a local SQL
+// catalog while a writer commits to it. flightd loads the table from the
+// catalog about once per poll interval between them all (its
+// sluice_table_loads_total), not once per stream and interval, and every
+// follower receives every commit, in order.
+func TestFollowersShareOnePoll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	w := newLiveWriter(t, dir, 12)
+	commit := func(id int64) {
+		tbl, err := tablewrite.Append(ctx, w.tbl, w.rows([]int64{id}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.tbl = tbl
+	}
+	commit(1)
+	const followers, commits = 200, 12
+	interval := 250 * time.Millisecond
+	srv := startFlightd(t, "--warehouse", dir, "--poll-interval", interval.String(), "--heartbeat-interval", "1s",
+		"--metrics-listen", "127.0.0.1:0", "--log-level", "info", "--max-streams", "0",
+		"--max-streams-per-principal", "0", "--calls-per-second", "0")
+	maddr := metricsAddr(t, srv)
+	loads := func() float64 {
+		return metric(t, maddr, fmt.Sprintf("sluice_table_loads_total{table=%q}", followTable))
+	}
+
+	c := dialGo(t, ctx, srv.URI())
+	subs := make([]*sluice.Subscription, followers)
+	var opened sync.WaitGroup
+	for i := range subs {
+		opened.Go(func() {
+			sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: followTable, Start: sluice.StartLatest,
+				Heartbeats: true})
+			if err != nil {
+				t.Errorf("follower %d: %v", i, err)
+				return
+			}
+			subs[i] = sub
+		})
+	}
+	opened.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	// Every stream has its start position (its schema came after it).
+	before := loads()
+	t.Logf("%d follow streams opened with %v catalog loads", followers, before)
+
+	got := make([][]int64, followers)
+	errs := make([]error, followers)
+	var done sync.WaitGroup
+	for i, sub := range subs {
+		done.Go(func() {
+			defer sub.Release()
+			for b, err := range sub.All() {
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				after := b.Record.Column(2).(*array.Struct).Field(0).(*array.Int64)
+				for r := range after.Len() {
+					got[i] = append(got[i], after.Value(r))
+				}
+				if len(got[i]) >= commits {
+					return
+				}
+			}
+		})
+	}
+	start := time.Now()
+	want := make([]int64, commits)
+	for k := range commits {
+		time.Sleep(interval)
+		want[k] = int64(100 + k)
+		commit(want[k])
+	}
+	done.Wait()
+	elapsed := time.Since(start)
+	n := loads() - before
+	for i := range followers {
+		if errs[i] != nil || !slices.Equal(got[i], want) {
+			t.Fatalf("follower %d: ids %v, err %v; want every commit: %v", i, got[i], errs[i], want)
+		}
+	}
+	polls := float64(elapsed / interval)
+	t.Logf("%d followers, %d commits in %v: %v catalog loads (poll interval %v: %v intervals)", followers, commits,
+		elapsed.Round(time.Millisecond), n, interval, polls)
+	if n > 1.5*polls+3 || n < polls/3 {
+		t.Fatalf("%v catalog loads in %v intervals of %d follow streams: want about one per interval", n, polls,
+			followers)
+	}
+}
