@@ -1,11 +1,13 @@
 package sluice
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -13,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 )
@@ -35,6 +39,14 @@ type Client struct {
 // (TLS), such as "grpc+tls://sluice.example.com:443". A bare "host:port"
 // is plaintext unless WithTLSConfig is given.
 //
+// addr may also list several replicas of one deployment, comma-separated
+// under one scheme: "grpc://a:8815,b:8815,c:8815". The client connects to
+// the first that answers, in the order given; when that connection breaks
+// (a replica stops), a call in flight fails with codes.Unavailable and the
+// calls after it connect again the same way: to a survivor. A Subscription with Reconnect, or a durable consumer that
+// subscribes again, so resumes on another replica. Give each client its
+// own order (rotate the list) to spread clients over the replicas.
+//
 // Dial does not wait for the connection to be established: it starts
 // connecting in the background, and a call made while the server cannot
 // be reached fails with codes.Unavailable; with WithBasicAuth, though, it
@@ -49,10 +61,11 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	target, scheme, err := parseAddr(addr)
+	targets, scheme, err := parseAddrs(addr)
 	if err != nil {
 		return nil, fmt.Errorf("sluice: dial: %w", err)
 	}
+	target := targets[0]
 
 	var creds credentials.TransportCredentials
 	switch {
@@ -77,6 +90,20 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 			grpc.WithChainUnaryInterceptor(cfg.basic.retryRefused))
 	case cfg.token != "":
 		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(bearerToken(cfg.token)))
+	}
+	if len(targets) > 1 {
+		// Several replicas: a resolver of this client's own hands gRPC
+		// every address, and its default policy (pick_first) connects to
+		// the first that answers. TLS checks each by its own host name.
+		r := manual.NewBuilderWithScheme("sluice-replicas")
+		addrs := make([]resolver.Address, len(targets))
+		for i, t := range targets {
+			host, _, _ := net.SplitHostPort(t)
+			addrs[i] = resolver.Address{Addr: t, ServerName: host}
+		}
+		r.InitialState(resolver.State{Addresses: addrs})
+		dialOpts = append(dialOpts, grpc.WithResolvers(r))
+		target = r.Scheme() + ":///replicas"
 	}
 	dialOpts = append(dialOpts, cfg.dialOpts...)
 	conn, err := grpc.NewClient(target, dialOpts...)
@@ -142,6 +169,36 @@ func parseAddr(addr string) (target, scheme string, err error) {
 			errBadAddr, addr)
 	}
 	return net.JoinHostPort(host, port), scheme, nil
+}
+
+// parseAddrs parses an address, or several comma-separated under one
+// scheme (given on the first, or on each).
+func parseAddrs(addr string) (targets []string, scheme string, err error) {
+	if !strings.Contains(addr, ",") {
+		target, scheme, err := parseAddr(addr)
+		if err != nil {
+			return nil, "", err
+		}
+		return []string{target}, scheme, nil
+	}
+	for i, part := range strings.Split(addr, ",") {
+		target, s, err := parseAddr(strings.TrimSpace(part))
+		if err != nil {
+			return nil, "", fmt.Errorf("%w (in the list %q)", err, addr)
+		}
+		switch {
+		case i == 0:
+			scheme = s
+		case s != "" && s != scheme:
+			return nil, "", fmt.Errorf("%w %q: the replicas of a list share one scheme, but %q is %s:// and the "+
+				"first is %s://", errBadAddr, addr, part, s, cmp.Or(scheme, "bare"))
+		}
+		if slices.Contains(targets, target) {
+			return nil, "", fmt.Errorf("%w %q: %s is listed twice", errBadAddr, addr, target)
+		}
+		targets = append(targets, target)
+	}
+	return targets, scheme, nil
 }
 
 // bearerToken sends "authorization: Bearer <token>" with every call.

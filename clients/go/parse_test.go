@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -122,5 +123,38 @@ func TestTokenExpiry(t *testing.T) {
 		if exp, ok := tokenExpiry(bad); ok {
 			t.Fatalf("tokenExpiry(%q) = %v, want none", bad, exp)
 		}
+	}
+}
+
+func TestParseAddrs(t *testing.T) {
+	tests := []struct {
+		addr    string
+		targets []string
+		scheme  string
+		ok      bool
+	}{
+		{"grpc://a:1,b:2,c:3", []string{"a:1", "b:2", "c:3"}, schemeGRPC, true},
+		{"grpc+tls://a:1, grpc+tls://b:2", []string{"a:1", "b:2"}, schemeTLS, true},
+		{"a:1,b:2", []string{"a:1", "b:2"}, "", true},
+		{"a:1", []string{"a:1"}, "", true},
+		{"grpc://a:1,grpc+tls://b:2", nil, "", false},
+		{"a:1,grpc://b:2", nil, "", false},
+		{"grpc://a:1,a:1", nil, "", false},
+		{"grpc://a:1,", nil, "", false},
+		{"grpc://a:1,b", nil, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			targets, scheme, err := parseAddrs(tt.addr)
+			if !tt.ok {
+				if !errors.Is(err, errBadAddr) {
+					t.Errorf("parseAddrs(%q) = %q, %q, %v; want an invalid address error", tt.addr, targets, scheme, err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(targets, tt.targets) || scheme != tt.scheme {
+				t.Errorf("parseAddrs(%q) = %q, %q, %v; want %q, %q", tt.addr, targets, scheme, err, tt.targets, tt.scheme)
+			}
+		})
 	}
 }

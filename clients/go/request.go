@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -50,6 +51,10 @@ type ChangeRequest struct {
 	// Compression is the IPC body compression of the streamed batches: ""
 	// (none), "lz4" or "zstd".
 	Compression string
+	// MaxEndpoints asks Client.Endpoints to split the window into at most
+	// this many endpoints, to read in parallel (0 or 1: one). Changes reads
+	// them one after the other.
+	MaxEndpoints int
 }
 
 // proto converts the request to its wire form. It rejects strings that are
@@ -92,6 +97,7 @@ func (r ChangeRequest) proto(op string) (*sluicev1.ChangeRequest, error) {
 		FoldUpdates:     r.FoldUpdates,
 		NetChanges:      r.NetChanges,
 		Compression:     r.Compression,
+		MaxEndpoints:    uint32(min(max(r.MaxEndpoints, 0), math.MaxUint32)),
 	}, nil
 }
 
