@@ -20,5 +20,6 @@ func TestPython(t *testing.T) {
 		"SLUICE_ADDR":        srv.URI(),
 		"SLUICE_E2E_FIXTURE": fix.save(t),
 		"SLUICE_MOR_FIXTURE": mor,
-	}, "--ignore=python/test_auth.py") // run by TestAuth, against its own servers
+	}, "--ignore=python/test_auth.py", // run by TestAuth, against its own servers
+		"--ignore=python/test_s3_rest.py") // run by TestS3REST, against its S3 and REST catalog
 }
