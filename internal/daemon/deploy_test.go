@@ -37,7 +37,7 @@ type k8sObject struct {
 		Template struct {
 			Spec struct {
 				Containers []k8sContainer `yaml:"containers"`
-				Volumes    []k8sVolume `yaml:"volumes"`
+				Volumes    []k8sVolume    `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
