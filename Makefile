@@ -50,7 +50,7 @@ FUZZTIME ?= 30s
 
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build run demo venv venv-demo tools plugins protoc generate checkgenerate lint checkfmt checkfuzz \
+.PHONY: all build run replicas demo venv venv-demo tools plugins protoc generate checkgenerate lint checkfmt checkfuzz \
 	checkversion fmt test test-unit test-python test-e2e test-long bench load fuzz static image dist check-dist clean \
 	delta-fixtures
 
@@ -63,6 +63,11 @@ build:
 ## run: serve the warehouse (WAREHOUSE, LISTEN, ARGS)
 run: build
 	$(BIN)/flightd --warehouse $(WAREHOUSE) --listen $(LISTEN) $(ARGS)
+
+## replicas: REPLICAS flightd over the demo warehouse, progress in PostgreSQL, nginx as the one address (docs/DEPLOY.md)
+REPLICAS ?= 3
+replicas: build
+	deploy/local/replicas.sh start $(REPLICAS)
 
 ## demo: serve the embedded warehouse with the demo table demo.orders
 # flightd builds while pip fills the demo's venv: the one uses the CPU, the
