@@ -107,12 +107,17 @@ func (s *Server) locations(ctx context.Context) []string {
 
 // splitInfo returns the endpoints of a window split into parts: one per
 // part, in the window's order, each with the replicas' locations rotated
-// so that the parts are spread over them.
+// so that the parts are spread over them. No parts: one endpoint that
+// reads the whole window, with the locations too.
 func (s *Server) splitInfo(ctx context.Context, r *request, p *feed.Plan, parts []feed.Part) ([]*flight.FlightEndpoint, error) {
 	locs := s.locations(ctx)
 	out := make([]*flight.FlightEndpoint, 0, len(parts))
-	for i := range parts {
-		ticket, err := pinnedTicket(r.wire, p, &parts[i])
+	for i := range max(len(parts), 1) {
+		var part *feed.Part
+		if parts != nil {
+			part = &parts[i]
+		}
+		ticket, err := pinnedTicket(r.wire, p, part)
 		if err != nil {
 			return nil, err
 		}

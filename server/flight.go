@@ -98,8 +98,8 @@ func (s *Server) flightInfo(ctx context.Context, desc *flight.FlightDescriptor) 
 		return nil, clipNames(err, r.names()...)
 	}
 	var endpoints []*flight.FlightEndpoint
-	if parts := p.Split(int(r.wire.GetMaxEndpoints())); parts != nil {
-		if endpoints, err = s.splitInfo(ctx, r, p, parts); err != nil {
+	if n := int(r.wire.GetMaxEndpoints()); n > 1 {
+		if endpoints, err = s.splitInfo(ctx, r, p, p.Split(n)); err != nil {
 			return nil, err
 		}
 	} else {
