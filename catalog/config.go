@@ -102,7 +102,7 @@ func (c Config) Validate() error {
 		}
 		if err := checkHTTPURL(c.URI); err != nil {
 			return fmt.Errorf("%w: the rest catalog URI %q %v: pass the server's base URL, as http://host:8181 (without /v1)",
-				ErrInvalidConfig, c.URI, err)
+				ErrInvalidConfig, RedactURI(c.URI), err)
 		}
 	default:
 		return fmt.Errorf("%w: unknown catalog type %q (want sql, rest or hadoop)", ErrInvalidConfig, c.Type)

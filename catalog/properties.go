@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -288,6 +289,16 @@ func IsSecretProperty(name string) bool {
 		}
 	}
 	return false
+}
+
+// RedactURI returns uri with the password of its user information, if
+// any, replaced by "xxxxx".
+func RedactURI(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil || u.User == nil {
+		return uri
+	}
+	return u.Redacted()
 }
 
 // Redacted is what RedactProperties shows of a secret value.

@@ -3,6 +3,11 @@ package catalog_test
 import (
 	"errors"
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +134,54 @@ func TestRedactProperties(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("%v", got)
+	}
+}
+
+// TestKnownPropertiesMatchIceberg: every property key constant of
+// iceberg-go's REST catalog (unexported there, so listed by hand here) is
+// a known name: after an upgrade of iceberg-go, this test names the keys
+// KnownProperties lacks.
+func TestKnownPropertiesMatchIceberg(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/apache/iceberg-go").Output()
+	if err != nil {
+		t.Skipf("iceberg-go's sources: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "catalog", "rest")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no sources in %s: %v", dir, err)
+	}
+	re := regexp.MustCompile(`(?m)^\s*key[A-Za-z0-9]*\s*=\s*"([^"]+)"`)
+	known := catalog.KnownProperties()
+	found := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			found++
+			if !slices.Contains(known, m[1]) {
+				t.Errorf("iceberg-go's %s reads the property %q, which KnownProperties lacks", filepath.Base(f), m[1])
+			}
+		}
+	}
+	if found < 20 {
+		t.Fatalf("found only %d property keys in %s: the pattern no longer matches iceberg-go's sources", found, dir)
+	}
+}
+
+func TestRedactURI(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:hunter2@cat.example.com/api": "https://user:xxxxx@cat.example.com/api",
+		"http://localhost:8181":                    "http://localhost:8181",
+		"file:///data/catalog.db":                  "file:///data/catalog.db",
+	} {
+		if got := catalog.RedactURI(in); got != want {
+			t.Errorf("RedactURI(%q) = %q", in, got)
+		}
 	}
 }

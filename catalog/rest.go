@@ -236,6 +236,7 @@ func (p *startProbe) done() {
 // when it refused the configuration or is no REST catalog, or when no
 // request could be sent.
 func (p *startProbe) classify(ctx context.Context, cfg Config, err error) error {
+	cfg.URI = RedactURI(cfg.URI)
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return fmt.Errorf("%w: rest catalog %s: no answer: %v", ErrUnavailable, cfg.URI, err)
 	}

@@ -30,7 +30,7 @@ func logCatalog(cfg Config, log *slog.Logger) error {
 	}
 	attrs := []any{"type", cfg.Catalog.Type, "name", cfg.Catalog.Name}
 	if cfg.Catalog.URI != "" {
-		attrs = append(attrs, "uri", cfg.Catalog.URI)
+		attrs = append(attrs, "uri", catalog.RedactURI(cfg.Catalog.URI))
 	}
 	if cfg.Catalog.Warehouse != "" {
 		attrs = append(attrs, "warehouse", cfg.Catalog.Warehouse)
@@ -64,7 +64,7 @@ func openCatalog(ctx context.Context, cfg Config, log *slog.Logger) (*catalog.Ca
 	deadline := start.Add(cfg.Catalog.StartTimeout)
 	wait := startFirstWait
 	for attempt := 1; ; attempt++ {
-		cat, err := openAttempt(ctx, cfg.Catalog, min(startAttemptTimeout, max(time.Until(deadline), 5*time.Second)))
+		cat, err := openAttempt(ctx, cfg.Catalog, startAttemptTimeout)
 		if err == nil {
 			if attempt > 1 {
 				log.Info("catalog open", "attempts", attempt, "after", time.Since(start).Round(time.Millisecond))
