@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sluicefeed/sluice/internal/storage"
 )
 
 // DeltaNamespace is the namespace of the tables found under a Delta root:
@@ -20,21 +22,30 @@ const DeltaNamespace = "delta"
 type DeltaConfig struct {
 	// Root is a folder whose every direct sub-folder holding a _delta_log
 	// folder is served as the table "delta.<sub-folder name>" (--delta-root,
-	// SLUICE_DELTA_ROOT). Sub-folders are looked for again on every listing,
-	// so tables created later appear. Default: none.
+	// SLUICE_DELTA_ROOT): a local folder, or an object-store URL
+	// (s3://bucket/prefix, gs://, abfs(s)://). Sub-folders are looked for
+	// again on every listing, so tables created later appear. Default:
+	// none.
 	Root string `yaml:"root"`
 	// Tables names Delta tables one by one: "namespace.table" to the table's
-	// root folder, as a local path or a file:// URL (YAML only).
+	// root folder, as a local path, a file:// URL or an object-store URL
+	// (YAML only).
 	Tables map[string]string `yaml:"tables"`
 }
 
 // Enabled reports whether any Delta table is configured.
 func (c DeltaConfig) Enabled() bool { return c.Root != "" || len(c.Tables) > 0 }
 
-// Validate checks the configuration against the file system: the root must
-// be a folder, and each named table a folder holding a _delta_log folder.
+// Validate checks the configuration: a local root must be a folder, and
+// each local named table a folder holding a _delta_log folder. Locations
+// on object storage are only parsed here: (*DeltaTables).Check asks the
+// storage at start.
 func (c DeltaConfig) Validate() error {
-	if c.Root != "" {
+	if c.Root != "" && storage.IsURL(c.Root) {
+		if err := checkURL(c.Root); err != nil {
+			return fmt.Errorf("%w: --delta-root %v", ErrInvalidConfig, err)
+		}
+	} else if c.Root != "" {
 		st, err := os.Stat(c.Root)
 		if err != nil {
 			return fmt.Errorf("%w: --delta-root %s: %v", ErrInvalidConfig, c.Root, unwrapPathError(err))
@@ -43,14 +54,15 @@ func (c DeltaConfig) Validate() error {
 			return fmt.Errorf("%w: --delta-root %s is not a folder", ErrInvalidConfig, c.Root)
 		}
 	}
-	names := make([]string, 0, len(c.Tables))
-	for name := range c.Tables {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range c.names() {
 		if _, err := ParseName(name); err != nil {
 			return fmt.Errorf("%w: delta.tables: %v", ErrInvalidConfig, err)
+		}
+		if loc := c.Tables[name]; storage.IsURL(loc) {
+			if err := checkURL(loc); err != nil {
+				return fmt.Errorf("%w: delta.tables %s: %v", ErrInvalidConfig, name, err)
+			}
+			continue
 		}
 		dir, err := localPath(c.Tables[name])
 		if err != nil {
@@ -60,12 +72,34 @@ func (c DeltaConfig) Validate() error {
 			return fmt.Errorf("%w: delta.tables %s: %s holds no _delta_log folder, so it is not a Delta table",
 				ErrInvalidConfig, name, dir)
 		}
-		if folder, ok := strings.CutPrefix(name, DeltaNamespace+"."); ok && c.Root != "" {
+		if folder, ok := strings.CutPrefix(name, DeltaNamespace+"."); ok && c.Root != "" && !storage.IsURL(c.Root) {
 			if st, err := os.Stat(filepath.Join(c.Root, folder, "_delta_log")); err == nil && st.IsDir() {
 				return fmt.Errorf("%w: delta.tables %s names %s, and the Delta root %s serves its folder %s under "+
 					"the same name: name one of them otherwise", ErrInvalidConfig, name, dir, c.Root, folder)
 			}
 		}
+	}
+	return nil
+}
+
+// names returns the names of delta.tables, sorted.
+func (c DeltaConfig) names() []string {
+	names := make([]string, 0, len(c.Tables))
+	for name := range c.Tables {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// checkURL checks the form of an object-store location.
+func checkURL(loc string) error {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return fmt.Errorf("%s: %v", loc, err)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%s: no bucket: write %s://bucket/path", loc, u.Scheme)
 	}
 	return nil
 }
@@ -87,10 +121,6 @@ func localPath(loc string) (string, error) {
 		}
 		return filepath.FromSlash(u.Path), nil
 	}
-	if i := strings.Index(loc, "://"); i > 0 {
-		return "", fmt.Errorf("%s: %s URLs are not supported yet: serve Delta tables from a local folder",
-			loc, loc[:i])
-	}
 	return filepath.Abs(loc)
 }
 
@@ -98,26 +128,144 @@ func localPath(loc string) (string, error) {
 // concurrent use.
 type DeltaTables struct {
 	cfg DeltaConfig
+	// ctx bounds the requests to object storage (fs.FS has no context per
+	// call): the tables' whole use.
+	ctx context.Context
+	// props are the storage properties of tables on object storage.
+	props map[string]string
+	// root is the Delta root when it is on object storage (nil
+	// otherwise), rootErr why it could not be opened.
+	root    *storage.FS
+	rootErr error
 }
 
 // DeltaLocation is where a Delta table is: its name, its root folder and
 // the files under it.
 type DeltaLocation struct {
 	Name string
-	// Dir is the table's root folder, Root the same as a file:// URL.
+	// Dir is the table's root folder (a local path, or the URL of a table
+	// on object storage), Root the same as a URL.
 	Dir, Root string
 	FS        fs.FS
 }
 
-// NewDeltaTables serves the Delta tables of cfg.
-func NewDeltaTables(cfg DeltaConfig) *DeltaTables {
-	return &DeltaTables{cfg: cfg}
+// NewDeltaTables serves the Delta tables of cfg. Tables on object storage
+// are read with the storage properties props (the catalog's: s3.endpoint,
+// s3.region, s3.access-key-id, ...); ctx bounds their requests, so it
+// must last as long as the tables are served.
+func NewDeltaTables(ctx context.Context, cfg DeltaConfig, props map[string]string) *DeltaTables {
+	d := &DeltaTables{cfg: cfg, ctx: ctx, props: props}
+	if storage.IsURL(cfg.Root) {
+		d.root, d.rootErr = storage.Open(ctx, cfg.Root, props)
+	}
+	return d
 }
 
-// dirs returns the folder of every Delta table, by name.
-func (d *DeltaTables) dirs() (map[string]string, error) {
+// Check asks the object storage of the Delta root and of the delta.tables
+// on it what Validate cannot: that the bucket exists and the credentials
+// are accepted, that something is under the root, that each named table
+// holds a _delta_log folder, and that no named table is also served by
+// the root. Its errors wrap ErrInvalidConfig, or the storage's (an
+// unreachable storage: storage.ErrUnavailable). Local locations were
+// checked by Validate.
+func (d *DeltaTables) Check(ctx context.Context) error {
+	if d.rootErr != nil {
+		return fmt.Errorf("%w: --delta-root %v", ErrInvalidConfig, d.rootErr)
+	}
+	if d.root != nil {
+		err := d.root.Check(ctx)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && d.root.IsBucket():
+			// An empty bucket: tables may be created in it later.
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%w: --delta-root %s: nothing is stored under it (no object has this prefix): "+
+				"check the path", ErrInvalidConfig, d.root.Root())
+		case err != nil:
+			return fmt.Errorf("--delta-root %s: %w", d.root.Root(), storageError(err))
+		}
+	}
+	for _, name := range d.cfg.names() {
+		loc := d.cfg.Tables[name]
+		if storage.IsURL(loc) {
+			fsys, err := storage.Open(ctx, loc, d.props)
+			if err != nil {
+				return fmt.Errorf("%w: delta.tables %s: %v", ErrInvalidConfig, name, err)
+			}
+			ok, err := fsys.HasDir("_delta_log")
+			if err != nil {
+				return fmt.Errorf("delta.tables %s: %w", name, storageError(err))
+			}
+			if !ok {
+				return fmt.Errorf("%w: delta.tables %s: %s holds no _delta_log folder, so it is not a Delta table",
+					ErrInvalidConfig, name, fsys.Root())
+			}
+		}
+		folder, ok := strings.CutPrefix(name, DeltaNamespace+".")
+		if !ok || d.root == nil && !(storage.IsURL(loc) && d.cfg.Root != "") {
+			continue // both local: Validate checked
+		}
+		has, err := d.rootHas(folder)
+		if err != nil {
+			return fmt.Errorf("--delta-root %s: %w", d.cfg.Root, storageError(err))
+		}
+		if has {
+			return fmt.Errorf("%w: delta.tables %s names %s, and the Delta root %s serves its folder %s under "+
+				"the same name: name one of them otherwise", ErrInvalidConfig, name, loc, d.cfg.Root, folder)
+		}
+	}
+	return nil
+}
+
+// storageError returns err of the storage as this package's: an error the
+// storage classified keeps its cause, any other is ErrUnavailable.
+func storageError(err error) error {
+	for _, kind := range []error{storage.ErrBucketNotFound, storage.ErrAccessDenied, storage.ErrMisconfigured,
+		storage.ErrUnavailable} {
+		if errors.Is(err, kind) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// rootHas reports whether the Delta root's sub-folder folder holds a
+// _delta_log folder.
+func (d *DeltaTables) rootHas(folder string) (bool, error) {
+	if d.root != nil {
+		return d.root.HasDir(folder + "/_delta_log")
+	}
+	if d.rootErr != nil {
+		return false, d.rootErr
+	}
+	st, err := os.Stat(filepath.Join(d.cfg.Root, folder, "_delta_log"))
+	return err == nil && st.IsDir(), nil
+}
+
+// locations returns the location of every Delta table, by name: a local
+// folder, or a URL.
+func (d *DeltaTables) locations() (map[string]string, error) {
 	out := map[string]string{}
-	if d.cfg.Root != "" {
+	switch {
+	case d.rootErr != nil:
+		return nil, fmt.Errorf("%w: --delta-root %v", ErrInvalidConfig, d.rootErr)
+	case d.root != nil:
+		entries, err := d.root.ReadDir(".")
+		if err != nil {
+			return nil, fmt.Errorf("list the Delta root %s: %w", d.root.Root(), storageError(err))
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			ok, err := d.root.HasDir(e.Name() + "/_delta_log")
+			if err != nil {
+				return nil, fmt.Errorf("list the Delta root %s: %w", d.root.Root(), storageError(err))
+			}
+			if ok {
+				out[DeltaNamespace+"."+e.Name()] = d.root.Root() + "/" + e.Name()
+			}
+		}
+	case d.cfg.Root != "":
 		entries, err := os.ReadDir(d.cfg.Root)
 		if err != nil {
 			return nil, fmt.Errorf("%w: list the Delta root %s: %v", ErrUnavailable, d.cfg.Root, err)
@@ -130,6 +278,10 @@ func (d *DeltaTables) dirs() (map[string]string, error) {
 		}
 	}
 	for name, loc := range d.cfg.Tables {
+		if storage.IsURL(loc) {
+			out[name] = strings.TrimRight(loc, "/")
+			continue
+		}
 		dir, err := localPath(loc)
 		if err != nil {
 			return nil, fmt.Errorf("%w: delta.tables %s: %v", ErrInvalidConfig, name, err)
@@ -141,19 +293,20 @@ func (d *DeltaTables) dirs() (map[string]string, error) {
 
 // ListTables returns the names of the Delta tables, sorted.
 func (d *DeltaTables) ListTables(context.Context) ([]string, error) {
-	dirs, err := d.dirs()
+	locs, err := d.locations()
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(dirs))
-	for n := range dirs {
+	names := make([]string, 0, len(locs))
+	for n := range locs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	return names, nil
 }
 
-// Has reports whether name is a Delta table.
+// Has reports whether name is a Delta table. When the root's storage
+// cannot say, it reports true: loading the table then names the cause.
 func (d *DeltaTables) Has(name string) bool {
 	if _, ok := d.cfg.Tables[name]; ok {
 		return true
@@ -165,8 +318,8 @@ func (d *DeltaTables) Has(name string) bool {
 	if folder == "" || strings.ContainsAny(folder, `/\`) || folder == "." || folder == ".." {
 		return false
 	}
-	st, err := os.Stat(filepath.Join(d.cfg.Root, folder, "_delta_log"))
-	return err == nil && st.IsDir()
+	has, err := d.rootHas(folder)
+	return has || err != nil
 }
 
 // Locate returns where the Delta table name is (ErrTableNotFound when
@@ -175,8 +328,28 @@ func (d *DeltaTables) Locate(name string) (*DeltaLocation, error) {
 	if !d.Has(name) {
 		return nil, fmt.Errorf("%w: %s", ErrTableNotFound, name)
 	}
-	dir := filepath.Join(d.cfg.Root, strings.TrimPrefix(name, DeltaNamespace+"."))
-	if loc, ok := d.cfg.Tables[name]; ok {
+	loc, named := d.cfg.Tables[name]
+	if !named {
+		folder := strings.TrimPrefix(name, DeltaNamespace+".")
+		switch {
+		case d.rootErr != nil:
+			return nil, fmt.Errorf("%w: --delta-root %v", ErrInvalidConfig, d.rootErr)
+		case d.root != nil:
+			loc = d.root.Root() + "/" + folder
+		default:
+			loc = filepath.Join(d.cfg.Root, folder)
+		}
+	}
+	if storage.IsURL(loc) {
+		loc = strings.TrimRight(loc, "/")
+		fsys, err := storage.Open(d.ctx, loc, d.props)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
+		}
+		return &DeltaLocation{Name: name, Dir: loc, Root: loc, FS: fsys}, nil
+	}
+	dir := loc
+	if named {
 		var err error
 		if dir, err = localPath(loc); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)

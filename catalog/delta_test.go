@@ -34,7 +34,8 @@ func TestDeltaConfigValidate(t *testing.T) {
 		{"root is a file", DeltaConfig{Root: file}, "is not a folder"},
 		{"no _delta_log", DeltaConfig{Tables: map[string]string{"sales.orders": plain}}, "holds no _delta_log"},
 		{"bad name", DeltaConfig{Tables: map[string]string{"orders": other}}, "delta.tables"},
-		{"object store", DeltaConfig{Tables: map[string]string{"sales.orders": "s3://b/t"}}, "not supported yet"},
+		{"object store", DeltaConfig{Tables: map[string]string{"sales.orders": "s3://b/t"}}, ""},
+		{"object store without a bucket", DeltaConfig{Root: "s3:///t"}, "no bucket"},
 		{"the root's name", DeltaConfig{Root: root, Tables: map[string]string{"delta.x": other}}, "same name"},
 		{"another name", DeltaConfig{Root: root, Tables: map[string]string{"delta.y": other}}, ""},
 	} {

@@ -240,7 +240,7 @@ func deltaError(name string, err error) error {
 		return fmt.Errorf("%w: %w", ErrUnsupported, err)
 	case errors.Is(err, delta.ErrCorrupt), errors.Is(err, delta.ErrNotTable):
 		return fmt.Errorf("%w: %w", ErrUnreadable, err)
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), storageFault(err), storageDown(err):
 		return readError(name, 0, "a file of its log", err)
 	}
 	return err

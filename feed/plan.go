@@ -366,6 +366,12 @@ func readError(name string, snapshot int64, what string, err error) error {
 	case errors.Is(err, ErrResyncRequired), errors.Is(err, ErrUnreadable), errors.Is(err, ErrStorageUnavailable),
 		errors.Is(err, ErrInternal), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err // classified already, or not a file's fault
+	case storageDown(err):
+		return fmt.Errorf("%w: %s: %w", ErrStorageUnavailable, where, err)
+	case storageFault(err):
+		// A bucket that does not exist, refused credentials: not the
+		// file's fault, and not the history's.
+		return fmt.Errorf("%s: %w", where, err)
 	case isNotExist(err):
 		return fmt.Errorf("%w: %s: %s no longer exists (%v); its changes cannot be read, "+
 			"so re-read the table's current state and follow it from there", ErrResyncRequired, where, what, err)

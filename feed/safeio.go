@@ -2,17 +2,20 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/internal/storage"
 )
 
 // guardTable returns the table with its file IO wrapped by safeIO, so that
 // a panic in a storage client, in whatever goroutine reads (the engine's
 // own or iceberg-go's scan workers), ends the read that met it instead of
-// the process.
+// the process, and the storage's errors name their cause.
 func guardTable(tbl *table.Table) *table.Table {
 	fsF := func(ctx context.Context) (iceio.IO, error) {
 		fsys, err := tbl.FS(ctx)
@@ -24,17 +27,32 @@ func guardTable(tbl *table.Table) *table.Table {
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, nil)
 }
 
+// storageFault reports whether err is the storage's fault, as the storage
+// layer classified it (storage.Classify): a bucket that does not exist,
+// refused credentials, settings that cannot work, which no read of the
+// table can cure and which are not the history's either.
+func storageFault(err error) bool {
+	return errors.Is(err, storage.ErrBucketNotFound) || errors.Is(err, storage.ErrAccessDenied) ||
+		errors.Is(err, storage.ErrMisconfigured)
+}
+
+// storageDown reports whether err is storage that could not be reached
+// (it may come back).
+func storageDown(err error) bool { return errors.Is(err, storage.ErrUnavailable) }
+
 // safeIO is a read-only file IO that turns a panic of the IO it wraps into
-// an error.
+// an error, and classifies its errors (storage.Classify: a missing object
+// whose bucket is missing too is storage.ErrBucketNotFound, not a file
+// gone; a 403 is storage.ErrAccessDenied).
 type safeIO struct{ io iceio.IO }
 
 func (s safeIO) Open(name string) (f iceio.File, err error) {
 	defer recoverTo(&err)
 	f, err = s.io.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, storage.Classify(s.io, name, err)
 	}
-	return safeFile{f}, nil
+	return safeFile{f: f, io: s.io, name: name}, nil
 }
 
 func (s safeIO) Remove(name string) (err error) {
@@ -47,18 +65,25 @@ func (s safeIO) Remove(name string) (err error) {
 func (s safeIO) ReadFile(name string) (b []byte, err error) {
 	defer recoverTo(&err)
 	if rf, ok := s.io.(iceio.ReadFileIO); ok {
-		return rf.ReadFile(name)
+		b, err = rf.ReadFile(name)
+		return b, storage.Classify(s.io, name, err)
 	}
 	f, err := s.io.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, storage.Classify(s.io, name, err)
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	b, err = io.ReadAll(f)
+	return b, storage.Classify(s.io, name, err)
 }
 
-// safeFile is a file whose every method turns a panic into an error.
-type safeFile struct{ f iceio.File }
+// safeFile is a file whose every method turns a panic into an error, and
+// whose read errors are classified.
+type safeFile struct {
+	f    iceio.File
+	io   iceio.IO
+	name string
+}
 
 func (s safeFile) Stat() (fi fs.FileInfo, err error) {
 	defer recoverTo(&err)
@@ -67,12 +92,14 @@ func (s safeFile) Stat() (fi fs.FileInfo, err error) {
 
 func (s safeFile) Read(p []byte) (n int, err error) {
 	defer recoverTo(&err)
-	return s.f.Read(p)
+	n, err = s.f.Read(p)
+	return n, s.classify(err)
 }
 
 func (s safeFile) ReadAt(p []byte, off int64) (n int, err error) {
 	defer recoverTo(&err)
-	return s.f.ReadAt(p, off)
+	n, err = s.f.ReadAt(p, off)
+	return n, s.classify(err)
 }
 
 func (s safeFile) Seek(offset int64, whence int) (n int64, err error) {
@@ -83,4 +110,13 @@ func (s safeFile) Seek(offset int64, whence int) (n int64, err error) {
 func (s safeFile) Close() (err error) {
 	defer recoverTo(&err)
 	return s.f.Close()
+}
+
+// classify classifies a read's error; the ends of the file pass as they
+// are (readers test them with ==).
+func (s safeFile) classify(err error) error {
+	if err == nil || err == io.EOF || err == io.ErrUnexpectedEOF {
+		return err
+	}
+	return storage.Classify(s.io, s.name, err)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/storage"
 	"github.com/sluicefeed/sluice/progress"
 )
 
@@ -54,13 +55,15 @@ func codeOf(err error) codes.Code {
 		return codes.InvalidArgument
 	case errors.Is(err, feed.ErrSnapshotNotFound),
 		errors.Is(err, catalog.ErrTableNotFound),
-		errors.Is(err, progress.ErrNotFound):
+		errors.Is(err, progress.ErrNotFound),
+		errors.Is(err, storage.ErrBucketNotFound):
 		return codes.NotFound
 	case errors.Is(err, feed.ErrResyncRequired),
 		errors.Is(err, feed.ErrUnsupported), errors.Is(err, feed.ErrInconsistentSnapshot),
 		errors.Is(err, feed.ErrUnreadable),
 		errors.Is(err, feed.ErrSchemaChanged),
-		errors.Is(err, catalog.ErrAmbiguous):
+		errors.Is(err, catalog.ErrAmbiguous),
+		errors.Is(err, storage.ErrMisconfigured):
 		return codes.FailedPrecondition
 	case errors.Is(err, feed.ErrTooLarge),
 		errors.Is(err, ErrMessageTooLarge),
@@ -71,10 +74,12 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return codes.Unauthenticated
 	case errors.Is(err, auth.ErrPermissionDenied),
-		errors.Is(err, progress.ErrNotOwner):
+		errors.Is(err, progress.ErrNotOwner),
+		errors.Is(err, storage.ErrAccessDenied):
 		return codes.PermissionDenied
 	case errors.Is(err, catalog.ErrUnavailable),
 		errors.Is(err, feed.ErrStorageUnavailable),
+		errors.Is(err, storage.ErrUnavailable),
 		errors.Is(err, progress.ErrUnavailable),
 		errors.Is(err, ErrShuttingDown):
 		return codes.Unavailable

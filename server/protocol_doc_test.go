@@ -33,6 +33,7 @@ import (
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 	"github.com/sluicefeed/sluice/internal/docmd"
+	"github.com/sluicefeed/sluice/internal/storage"
 	"github.com/sluicefeed/sluice/progress"
 )
 
@@ -67,6 +68,9 @@ var docSentinels = []struct {
 	{"feed.ErrUnreadable", feed.ErrUnreadable, "unreadable table file"},
 	{"feed.ErrSchemaChanged", feed.ErrSchemaChanged, "schema changed"},
 	{"catalog.ErrAmbiguous", catalog.ErrAmbiguous, "served twice"},
+	{"storage.ErrBucketNotFound", storage.ErrBucketNotFound, "bucket not found"},
+	{"storage.ErrMisconfigured", storage.ErrMisconfigured, "storage settings that cannot work"},
+	{"storage.ErrAccessDenied", storage.ErrAccessDenied, "flightd's own keys"},
 	{"feed.ErrTooLarge", feed.ErrTooLarge, "a single row"},
 	{"ErrMessageTooLarge", ErrMessageTooLarge, "would encode"},
 	{"ErrLimit", ErrLimit, "a server limit"},
@@ -77,6 +81,7 @@ var docSentinels = []struct {
 	{"progress.ErrNotOwner", progress.ErrNotOwner, "another principal owns"},
 	{"catalog.ErrUnavailable", catalog.ErrUnavailable, "catalog or storage unreachable"},
 	{"feed.ErrStorageUnavailable", feed.ErrStorageUnavailable, "catalog or storage unreachable"},
+	{"storage.ErrUnavailable", storage.ErrUnavailable, "catalog or storage unreachable"},
 	{"progress.ErrUnavailable", progress.ErrUnavailable, "progress store unreachable"},
 	{"ErrShuttingDown", ErrShuttingDown, "shutting down"},
 	{"ErrNotImplemented", ErrNotImplemented, "not offered"},

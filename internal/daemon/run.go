@@ -72,8 +72,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*feed.DeltaSource{},
 		checked: map[string]time.Time{}}
 	if cfg.Delta.Enabled() {
-		tables.delta = catalog.NewDeltaTables(cfg.Delta)
-		if err := tables.checkDeltaNames(ctx); err != nil {
+		tables.delta = catalog.NewDeltaTables(ctx, cfg.Delta, cat.Config().Properties)
+		if err := tables.checkDelta(ctx, log); err != nil {
 			return err
 		}
 	}

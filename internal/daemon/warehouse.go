@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/internal/storage"
 )
 
 // prepareWarehouse checks the catalog configuration before it is opened
@@ -167,11 +169,23 @@ func (s *suggestingTables) ListTables(ctx context.Context) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
-// checkDeltaNames refuses Delta tables whose names the catalog also
-// serves: one of them would be hidden.
-func (s *suggestingTables) checkDeltaNames(ctx context.Context) error {
+// checkDelta checks the Delta tables at start: their locations on object
+// storage (catalog.DeltaTables.Check: a bucket that does not exist, refused
+// credentials, a missing region, a root or table with nothing there), then
+// refuses Delta tables whose names the catalog also serves: one of them
+// would be hidden. Storage that cannot be reached may come back: it is
+// logged, and the checks that need it are left to each read.
+func (s *suggestingTables) checkDelta(ctx context.Context, log *slog.Logger) error {
 	if s.delta == nil {
 		return nil
+	}
+	if err := s.delta.Check(ctx); err != nil {
+		if errors.Is(err, storage.ErrUnavailable) || errors.Is(err, catalog.ErrUnavailable) {
+			log.Warn("the storage of the Delta tables cannot be reached; their reads fail until it can",
+				"error", err)
+			return nil
+		}
+		return configError{err}
 	}
 	ice, err := s.Catalog.ListTables(ctx)
 	if err != nil {

@@ -166,7 +166,11 @@ func Classify(fsys iceio.IO, location string, err error) error {
 	if errors.As(err, &done) {
 		return err
 	}
-	return classify(context.Background(), storeOf(fsys, location), location, err)
+	st := storeOf(fsys, location)
+	if st.b == nil {
+		return err // local files, or an IO this package does not know
+	}
+	return classify(context.Background(), st, location, err)
 }
 
 func classify(ctx context.Context, st store, location string, err error) error {

@@ -411,3 +411,26 @@ func (fh *file) Close() error {
 	}
 	return nil
 }
+
+// HasDir reports whether the folder name holds anything: one listing of
+// one key below it.
+func (f *FS) HasDir(name string) (bool, error) {
+	if !fs.ValidPath(name) || name == "." {
+		return false, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrInvalid}
+	}
+	if f.st.b == nil {
+		info, err := f.Stat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return err == nil && info.IsDir(), err
+	}
+	objs, _, err := f.st.b.ListPage(f.ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: f.key(name) + "/"})
+	if err != nil {
+		return false, f.fail("list", name, err)
+	}
+	return len(objs) > 0, nil
+}
+
+// IsBucket reports whether the root is a whole bucket (no key prefix).
+func (f *FS) IsBucket() bool { return f.prefix == "" }
