@@ -4,17 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicefeed/sluice/internal/pgtest"
 	"github.com/sluicefeed/sluice/progress"
 )
 
@@ -28,71 +24,13 @@ func stores(t *testing.T) map[string]string {
 		out["postgres"] = dsn
 		return out
 	}
-	dsn, why := startPostgres(t)
-	if dsn == "" {
-		t.Logf("PostgreSQL store not tested: %s (set SLUICE_TEST_POSTGRES_DSN, or apt-get install postgresql)", why)
+	dsn, err := pgtest.Start(t)
+	if err != nil {
+		t.Logf("PostgreSQL store not tested: %v (set SLUICE_TEST_POSTGRES_DSN, or apt-get install postgresql)", err)
 		return out
 	}
 	out["postgres"] = dsn
 	return out
-}
-
-// startPostgres starts a throwaway PostgreSQL server on a free loopback
-// port, stopped at the end of the test. It returns "" and the reason when
-// it cannot.
-func startPostgres(t *testing.T) (string, string) {
-	t.Helper()
-	initdb, err := exec.LookPath("initdb")
-	if err != nil {
-		return "", "initdb is not on PATH"
-	}
-	pgctl, err := exec.LookPath("pg_ctl")
-	if err != nil {
-		return "", "pg_ctl is not on PATH"
-	}
-	// PostgreSQL refuses to run as root: run it as the postgres user.
-	var wrap []string
-	dir, err := os.MkdirTemp("", "sluice-pg-")
-	if err != nil {
-		return "", err.Error()
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return "", "running as root and there is no postgres user"
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return "", err.Error()
-		}
-		wrap = []string{"runuser", "-u", "postgres", "--"}
-	}
-	run := func(args ...string) error {
-		args = append(wrap, args...)
-		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%v: %v\n%s", args, err, out)
-		}
-		return nil
-	}
-	data := filepath.Join(dir, "data")
-	if err := run(initdb, "-D", data, "-U", "sluice", "--auth=trust", "-E", "UTF8"); err != nil {
-		return "", err.Error()
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err.Error()
-	}
-	port := lis.Addr().(*net.TCPAddr).Port
-	lis.Close()
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off", port, dir)
-	if err := run(pgctl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
-		return "", err.Error()
-	}
-	t.Cleanup(func() { _ = run(pgctl, "-D", data, "-m", "immediate", "stop") })
-	return fmt.Sprintf("postgres://sluice@127.0.0.1:%d/postgres?sslmode=disable", port), ""
 }
 
 func TestStore(t *testing.T) {
