@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -254,7 +255,13 @@ func (p *startProbe) classify(ctx context.Context, cfg Config, err error) error 
 		return fmt.Errorf("%w: rest catalog %s: %s: the server's certificate is not trusted (%v): check the URL, or "+
 			"give its CA with the catalog property %s", ErrInvalidConfig, cfg.URI, req, terr, PropTLSCAFile)
 	case status == 0:
-		return fmt.Errorf("%w: rest catalog %s: %s: %v", ErrUnavailable, cfg.URI, req, err)
+		// The transport's error, without the URL it repeats.
+		cause := err
+		var ue *url.Error
+		if errors.As(cmp.Or(terr, err), &ue) {
+			cause = ue.Err
+		}
+		return fmt.Errorf("%w: rest catalog %s: %s: %v", ErrUnavailable, cfg.URI, req, cause)
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == 419:
 		return fmt.Errorf("%w: rest catalog %s refused the credentials: %s answered %d %s (%v): check the catalog "+
 			"properties credential, token, scope and oauth2-server-uri", ErrInvalidConfig, cfg.URI, req, status,

@@ -85,7 +85,7 @@ func openCatalog(ctx context.Context, cfg Config, log *slog.Logger) (*catalog.Ca
 			return nil, fmt.Errorf("%w (still unavailable after %d attempts in %s: --catalog-start-timeout %s)", err,
 				attempt, time.Since(start).Round(time.Second), cfg.Catalog.StartTimeout)
 		}
-		wait = min(wait, left)
+		wait = min(wait, left.Round(time.Millisecond))
 		log.Warn("catalog unavailable at start, retrying", "attempt", attempt, "retry_in", wait, "error", err.Error())
 		select {
 		case <-ctx.Done():
