@@ -64,7 +64,8 @@ func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	props := iceberg.Properties(resolved)
+	props := iceberg.Properties(maps.Clone(resolved))
+	cfg.Properties, cfg.PropertiesFile = resolved, ""
 	c := &Catalog{cfg: cfg}
 	if cfg.Type == TypeREST {
 		ice, err := openREST(ctx, cfg, props)
@@ -208,8 +209,14 @@ func closeIceberg(ice icecatalog.Catalog) error {
 }
 
 // Config returns the configuration the catalog was opened with, defaults
-// applied.
-func (c *Catalog) Config() Config { return c.cfg }
+// applied, and its Properties as they were given to iceberg-go: the
+// properties file's merged in (PropertiesFile is then ""), references
+// resolved. It holds the secrets: never log it (see RedactProperties).
+func (c *Catalog) Config() Config {
+	cfg := c.cfg
+	cfg.Properties = maps.Clone(c.cfg.Properties)
+	return cfg
+}
 
 // Iceberg returns the underlying iceberg-go catalog, for writers (the demo,
 // tests) that create and commit to tables.

@@ -1,6 +1,7 @@
 package catalog_test
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"os"
@@ -183,5 +184,24 @@ func TestRedactURI(t *testing.T) {
 		if got := catalog.RedactURI(in); got != want {
 			t.Errorf("RedactURI(%q) = %q", in, got)
 		}
+	}
+}
+
+// TestOpenedConfig: the catalog's Config holds its properties as opened,
+// the properties file merged in and references resolved, for the file IO
+// of tables that are not the catalog's (Delta tables on object storage).
+func TestOpenedConfig(t *testing.T) {
+	t.Setenv("TEST_SLUICE_S3_SECRET", "from-env")
+	cat, err := catalog.Open(context.Background(), catalog.Config{Warehouse: t.TempDir(),
+		PropertiesFile: writeFile(t, "p.yaml", "s3.region: eu-west-1\n"),
+		Properties:     map[string]string{"s3.secret-access-key": "${env:TEST_SLUICE_S3_SECRET}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	cfg := cat.Config()
+	want := map[string]string{"s3.region": "eu-west-1", "s3.secret-access-key": "from-env"}
+	if !maps.Equal(cfg.Properties, want) || cfg.PropertiesFile != "" {
+		t.Fatalf("%+v", cfg)
 	}
 }
