@@ -15,6 +15,15 @@
 // a table that is not found, Suggest names the nearest tables a caller may
 // read, and DidYouMean adds them to the error.
 //
+// A REST catalog's client properties (credential, token, scope,
+// oauth2-server-uri, SigV4, header.*, the warehouse, rest.tls.ca-file) are
+// turned into iceberg-go REST options, so that its very first request, GET
+// /v1/config, is authenticated and names the warehouse; a failed start is
+// ErrUnavailable when retrying may help and ErrInvalidConfig when it
+// cannot. Property values may be references (${env:NAME},
+// ${file:PATH}) resolved at Open; CheckProperties names the properties
+// iceberg-go would ignore, and RedactProperties hides secrets from logs.
+//
 // Tables are named "namespace.table"; a namespace may itself contain dots
 // ("a.b.table" is table "table" in namespace "a.b").
 package catalog
