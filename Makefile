@@ -50,7 +50,7 @@ FUZZTIME ?= 30s
 
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build run replicas demo venv venv-demo tools plugins protoc generate checkgenerate lint checkfmt checkfuzz \
+.PHONY: all build run replicas demo venv venv-demo tools plugins protoc postgresql generate checkgenerate lint checkfmt checkfuzz \
 	checkversion fmt test test-unit test-python test-e2e test-long bench load fuzz static image dist check-dist clean \
 	delta-fixtures
 
@@ -131,6 +131,20 @@ protoc:
 	@v=$$($(PROTOC) --version | awk '{print $$2}'); case "$$v" in 3.[0-9].*|3.1[0-4].*) \
 		echo "make: $(PROTOC) is $$v: proto3 optional fields need protoc 3.15 or newer"; exit 1;; esac
 
+## postgresql: PostgreSQL's initdb and pg_ctl (Debian's postgresql, installed with apt-get when missing and root), for e2e/replica_test.go
+# The test starts its own server (internal/pgtest); it finds the programs on
+# PATH or in Debian's /usr/lib/postgresql/<version>/bin.
+postgresql:
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+		[ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 || { \
+		echo "apt-get install postgresql (for the replica e2e test)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq --no-install-recommends postgresql >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql >/dev/null; }; }
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		echo "make: the replica e2e test needs PostgreSQL's initdb and pg_ctl: install it (Debian, Ubuntu:" \
+		"sudo apt-get install postgresql; macOS: brew install postgresql)"; exit 1; }
+
 ## generate: buf lint, then regenerate gen/ from proto/ (local plugins, no network)
 generate: $(BUF) $(PLUGINS)
 	$(BUF) lint
@@ -177,7 +191,7 @@ checkversion: build venv-demo
 # Go builds the plugins and flightd (the CPU); then the checks and the tests
 # run one after another.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc $(PLUGINS) build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc postgresql $(PLUGINS) build
 	@$(MAKE) --no-print-directory checkgenerate checkfmt checkversion test-unit test-python test-e2e
 
 ## test-unit: Go unit tests with the race detector (the venv: some start moto's S3 server, internal/testsvc)
@@ -194,8 +208,8 @@ test-long: venv
 test-python: venv
 	cd clients/python && $(PY) -m pytest -q -p no:cacheprovider tests
 
-## test-e2e: real flightd processes read by the Go and pyarrow clients
-test-e2e: venv
+## test-e2e: real flightd processes read by the Go and pyarrow clients (and replicas sharing a PostgreSQL)
+test-e2e: venv postgresql
 	SLUICE_PYTHON=$(PY) $(GO) test -count=1 -timeout 20m ./e2e/...
 
 ## bench: the benchmarks: workloads, every arm in one run, docs/BENCHMARKS.md (RUNS, BIG_ROWS)
