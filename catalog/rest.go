@@ -262,6 +262,12 @@ func (p *startProbe) classify(ctx context.Context, cfg Config, err error) error 
 			cause = ue.Err
 		}
 		return fmt.Errorf("%w: rest catalog %s: %s: %v", ErrUnavailable, cfg.URI, req, cause)
+	case method == http.MethodPost && status >= 400 && status < 500:
+		// The only POST of a start is the OAuth2 token request: its 400
+		// is invalid_client, invalid_scope, ... (RFC 6749, 5.2).
+		return fmt.Errorf("%w: the OAuth2 server of rest catalog %s refused the token request: %s answered %d %s (%v): "+
+			"check the catalog properties credential, scope, audience, resource and oauth2-server-uri", ErrInvalidConfig,
+			cfg.URI, req, status, http.StatusText(status), err)
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == 419:
 		return fmt.Errorf("%w: rest catalog %s refused the credentials: %s answered %d %s (%v): check the catalog "+
 			"properties credential, token, scope and oauth2-server-uri", ErrInvalidConfig, cfg.URI, req, status,

@@ -75,6 +75,10 @@ func (f *fakeREST) serve(w http.ResponseWriter, r *http.Request) {
 			reply(http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "bad client"})
 			return
 		}
+		if req.form["scope"] == "bad" {
+			reply(http.StatusBadRequest, map[string]string{"error": "invalid_scope"})
+			return
+		}
 		reply(http.StatusOK, map[string]any{"access_token": issuedToken, "token_type": "bearer", "expires_in": 3600})
 		return
 	}
@@ -270,7 +274,9 @@ func TestRESTStartErrors(t *testing.T) {
 		{"down", catalog.Config{URI: down}, catalog.ErrUnavailable, []string{"GET " + down + "/v1/config"}},
 		{"503", catalog.Config{URI: failing.URL}, catalog.ErrUnavailable, []string{"503 Service Unavailable"}},
 		{"token refused", catalog.Config{URI: refusing.URL, Properties: map[string]string{"credential": "sluice:wrong"}},
-			catalog.ErrInvalidConfig, []string{"refused the credentials", "401", "/v1/oauth/tokens", "invalid_client"}},
+			catalog.ErrInvalidConfig, []string{"refused the token request", "401", "/v1/oauth/tokens", "invalid_client"}},
+		{"token 400", catalog.Config{URI: refusing.URL, Properties: map[string]string{"credential": "sluice:right",
+			"scope": "bad"}}, catalog.ErrInvalidConfig, []string{"refused the token request", "400", "invalid_scope"}},
 		{"no token", catalog.Config{URI: refusing.URL}, catalog.ErrInvalidConfig,
 			[]string{"refused the credentials", "401"}},
 		{"404", catalog.Config{URI: notFound.URL}, catalog.ErrInvalidConfig, []string{"is not an Iceberg REST catalog"}},
