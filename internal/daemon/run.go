@@ -48,6 +48,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	// catalog is open.
 	cat, err := openCatalog(ctx, cfg, log)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while waiting for the catalog: a clean stop.
+			log.Info("stopping", "before", "the catalog was open")
+			return nil
+		}
 		return err
 	}
 	defer cat.Close()

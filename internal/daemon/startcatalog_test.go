@@ -221,6 +221,27 @@ func TestRunWaitsForCatalog(t *testing.T) {
 	}
 }
 
+// TestRunStoppedWhileWaiting: a stop (SIGTERM) while the catalog is
+// waited for ends flightd cleanly, at once.
+func TestRunStoppedWhileWaiting(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := newRESTServer(t, func() int { return http.StatusServiceUnavailable })
+	cfg, err := LoadConfig([]string{"--listen", "127.0.0.1:0", "--catalog-type", "rest", "--catalog-uri", s.URL}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := captureStderr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := Run(ctx, cfg, io.Discard); err != nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("%v after %s", err, time.Since(start))
+	}
+	if out := logs(); !strings.Contains(out, "retrying") || !strings.Contains(out, "the catalog was open") {
+		t.Fatalf("logs:\n%s", out)
+	}
+}
+
 // captureStderr redirects the process's stderr (where Run logs) to a
 // file until the test ends; the function returns what was written.
 func captureStderr(t *testing.T) func() string {
