@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	icesql "github.com/apache/iceberg-go/catalog/sql"
@@ -148,6 +149,9 @@ func CheckProperties(typ string, props map[string]string) []string {
 				warnings = append(warnings, fmt.Sprintf("catalog property %s is read by the rest catalog only, not by the %s catalog",
 					name, typ))
 			}
+			if w := checkBool(name, props[name]); w != "" {
+				warnings = append(warnings, w)
+			}
 		default:
 			w := fmt.Sprintf("catalog property %s is unknown to iceberg-go and is ignored", name)
 			if near := Nearest(name, known, 1); len(near) > 0 {
@@ -157,6 +161,29 @@ func CheckProperties(typ string, props map[string]string) []string {
 		}
 	}
 	return warnings
+}
+
+// boolProperties are the file IO properties iceberg-go reads as true or
+// false, ignoring any other value in silence (rest.sigv4-enabled and
+// rest.tls.skip-verify are refused at Open instead).
+var boolProperties = []string{iceio.S3ForceVirtualAddressing, iceio.S3RemoteSigningEnabled, iceio.S3CompatMode,
+	iceio.GCSUseJSONAPI, iceio.GCSNoAuth, iceio.ADLSManagedIdentityEnabled}
+
+// checkBool warns about a value of a boolean property that iceberg-go
+// would ignore.
+func checkBool(name, value string) string {
+	if !slices.Contains(boolProperties, name) || isReference(value) {
+		return ""
+	}
+	b, err := strconv.ParseBool(value)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("catalog property %s is %q, not true or false: iceberg-go ignores it", name, value)
+	case name == iceio.ADLSManagedIdentityEnabled && b && value != "true":
+		// iceberg-go compares it with "true".
+		return fmt.Sprintf("catalog property %s is %q: iceberg-go reads only \"true\" as true", name, value)
+	}
+	return ""
 }
 
 func hasKnownPrefix(name string) bool {

@@ -29,6 +29,16 @@ func TestCheckProperties(t *testing.T) {
 	if w := catalog.CheckProperties(catalog.TypeREST, props); len(w) != 0 {
 		t.Fatalf("known names warned about: %q", w)
 	}
+	for value, want := range map[string]string{"yes": "not true or false", "false": "", "TRUE": ""} {
+		w := catalog.CheckProperties(catalog.TypeREST, map[string]string{"s3.force-virtual-addressing": value})
+		if (want == "") != (len(w) == 0) || (want != "" && !strings.Contains(w[0], want)) {
+			t.Errorf("s3.force-virtual-addressing=%s: %q", value, w)
+		}
+	}
+	if w := catalog.CheckProperties(catalog.TypeREST, map[string]string{"adls.auth.managed-identity.enabled": "1"}); len(w) != 1 ||
+		!strings.Contains(w[0], `only "true"`) {
+		t.Errorf("managed identity 1: %q", w)
+	}
 	for _, tt := range []struct {
 		typ, name string
 		words     []string
