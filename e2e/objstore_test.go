@@ -43,23 +43,25 @@ type s3Snapshot struct {
 	Rows        [][]any `json:"rows"`
 }
 
-// s3Catalog is a REST catalog on S3 as the writer and flightd see it.
+// s3Catalog is a REST catalog on S3 as the writer sees it.
 type s3Catalog struct {
-	rest *testsvc.RESTServer
-	key  testsvc.Key // the writer's S3 key
+	uri       string // the catalog's (a proxy's) URI
+	warehouse string
+	moto      *testsvc.MotoServer
+	key       testsvc.Key // the writer's S3 key
 	// env is the writer's extra environment (OAuth2 credentials).
 	env []string
 }
 
-// write runs s3_writer.py: step "init" or "more" on table.
+// write runs s3_writer.py: step "init", "small" or "more" on table.
 func (c s3Catalog) write(t *testing.T, ctx context.Context, step, table string, seq int) *s3Oracle {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "oracle.json")
-	cmd := exec.CommandContext(ctx, python(t), "python/s3_writer.py", step, "--table", table,
-		"--oracle", out, "--seq", fmt.Sprint(seq))
+	cmd := exec.CommandContext(ctx, python(t), "python/s3_writer.py", step, "--table", table, "--oracle", out,
+		"--seq", fmt.Sprint(seq))
 	cmd.Env = append(os.Environ(), c.key.Env()...)
-	cmd.Env = append(cmd.Env, "SLUICE_REST_URI="+c.rest.URI, "SLUICE_WAREHOUSE="+c.rest.Warehouse,
-		"SLUICE_S3_ENDPOINT="+c.rest.Moto.Endpoint)
+	cmd.Env = append(cmd.Env, "SLUICE_REST_URI="+c.uri, "SLUICE_WAREHOUSE="+c.warehouse,
+		"SLUICE_S3_ENDPOINT="+c.moto.Endpoint)
 	cmd.Env = append(cmd.Env, c.env...)
 	began := time.Now()
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -79,7 +81,8 @@ func (c s3Catalog) write(t *testing.T, ctx context.Context, step, table string, 
 
 // s3Config is a flightd YAML configuration for a REST catalog.
 type s3Config struct {
-	rest       *testsvc.RESTServer
+	uri        string // the REST catalog's
+	warehouse  string
 	properties map[string]string // catalog.properties
 	progress   string            // progress.dsn
 	extra      string            // more YAML, at the top level
@@ -89,7 +92,7 @@ type s3Config struct {
 func (c s3Config) file(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "catalog:\n  type: rest\n  name: rest\n  uri: %q\n  warehouse: %q\n", c.rest.URI, c.rest.Warehouse)
+	fmt.Fprintf(&b, "catalog:\n  type: rest\n  name: rest\n  uri: %q\n  warehouse: %q\n", c.uri, c.warehouse)
 	if len(c.properties) > 0 {
 		b.WriteString("  properties:\n")
 		for _, k := range slices.Sorted(maps.Keys(c.properties)) {
@@ -122,13 +125,17 @@ func s3Props(m *testsvc.MotoServer, key testsvc.Key) map[string]string {
 }
 
 // noAmbientAWS keeps flightd from finding AWS credentials or a region
-// outside its configuration (flightd inherits the test's environment).
+// outside its configuration (flightd inherits the test's environment): the
+// AWS_* variables are unset for the test, the shared files pointed at
+// nothing, the EC2 metadata service off.
 func noAmbientAWS(t *testing.T) {
-	dir := t.TempDir()
-	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-		"AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
-		t.Setenv(k, "")
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+			os.Unsetenv(k)
+			t.Cleanup(func() { os.Setenv(k, v) })
+		}
 	}
+	dir := t.TempDir()
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
@@ -446,7 +453,7 @@ func TestS3REST(t *testing.T) {
 	rest := testsvc.SharedRESTCatalog(t)
 	m := rest.Moto
 	t.Logf("moto and RESTCatalogServer up in %s", time.Since(began).Round(time.Millisecond))
-	cat := s3Catalog{rest: rest, key: m.Admin}
+	cat := s3Catalog{uri: rest.URI, warehouse: rest.Warehouse, moto: m, key: m.Admin}
 	const table = "s3e2e.items"
 	o := cat.write(t, ctx, "init", table, 0)
 	if len(o.Snapshots) < 6 {
@@ -457,7 +464,7 @@ func TestS3REST(t *testing.T) {
 	}
 	noAmbientAWS(t)
 	progress := filepath.Join(t.TempDir(), "consumers.db")
-	cfg := s3Config{rest: rest, properties: s3Props(m, m.Admin), progress: progress}.file(t)
+	cfg := s3Config{uri: rest.URI, warehouse: rest.Warehouse, properties: s3Props(m, m.Admin), progress: progress}.file(t)
 	args := []string{"--config", cfg, "--poll-interval", "200ms", "--heartbeat-interval", "500ms"}
 	srv := launchFlightd(t, args...)
 	defer func() { srv.stop(t) }()

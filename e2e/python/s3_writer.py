@@ -5,8 +5,9 @@ storage end-to-end tests (e2e/objstore_test.go, test_s3_rest.py).
     s3_writer.py STEP --table ns.name --oracle OUT.json
 
 STEP is "init" (create the table, then appends, an overwrite, a delete, a
-schema change and an append: several snapshots) or "more" (one append of
-rows that no earlier step wrote, numbered by --seq). The catalog comes from
+schema change and an append: several snapshots), "small" (create the
+table, two appends) or "more" (one append of rows that no earlier step
+wrote, numbered by --seq). The catalog comes from
 the environment: SLUICE_REST_URI, SLUICE_WAREHOUSE, SLUICE_S3_ENDPOINT,
 AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN (the writer's
 S3 key), and, for a catalog that requires OAuth2, SLUICE_REST_CREDENTIAL
@@ -81,6 +82,16 @@ def init(cat, name):
     return tbl
 
 
+def small(cat, name):
+    ns = name.split(".")[0]
+    if ns not in [n[0] for n in cat.list_namespaces()]:
+        cat.create_namespace(ns)
+    tbl = cat.create_table(name, schema=SCHEMA)
+    tbl.append(rows(tbl, list(range(1, 6)), "s", 1.0))
+    tbl.append(rows(tbl, list(range(6, 9)), "t", 2.0))
+    return cat.load_table(name)
+
+
 def more(cat, name, seq):
     tbl = cat.load_table(name)
     base = 1000 * seq
@@ -112,13 +123,18 @@ def oracle(tbl):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("step", choices=["init", "more"])
+    ap.add_argument("step", choices=["init", "small", "more"])
     ap.add_argument("--table", required=True)
     ap.add_argument("--oracle", required=True)
     ap.add_argument("--seq", type=int, default=1)
     args = ap.parse_args()
     cat = catalog()
-    tbl = init(cat, args.table) if args.step == "init" else more(cat, args.table, args.seq)
+    if args.step == "init":
+        tbl = init(cat, args.table)
+    elif args.step == "small":
+        tbl = small(cat, args.table)
+    else:
+        tbl = more(cat, args.table, args.seq)
     with open(args.oracle, "w") as f:
         json.dump(oracle(tbl), f)
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -44,11 +45,18 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// startProcess starts argv with env added to the test's environment. The
-// process is killed with the test binary (Pdeathsig on Linux).
+// startProcess starts argv with env added to the test's environment but
+// for its AWS_* variables (a test may set them for flightd, even empty, which
+// botocore in moto takes for a profile named ""). The process is killed
+// with the test binary (Pdeathsig on Linux).
 func startProcess(name string, env []string, argv ...string) (*process, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
 	p := &process{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = sysProcAttr()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -346,4 +347,19 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// SetVendCredentials restarts the Java server (same catalog database)
+// with or without include-credentials (see [RESTOptions.VendCredentials]).
+func (r *RESTServer) SetVendCredentials(t testing.TB, on bool) {
+	t.Helper()
+	r.StopServer()
+	env := slices.DeleteFunc(slices.Clone(r.env), func(kv string) bool {
+		return strings.HasPrefix(kv, "CATALOG_INCLUDE__CREDENTIALS=")
+	})
+	if on {
+		env = append(env, "CATALOG_INCLUDE__CREDENTIALS=true")
+	}
+	r.env = env
+	r.StartServer(t)
 }
