@@ -50,7 +50,9 @@ func (e configError) Unwrap() []error { return []error{ErrConfig, e.err} }
 // SLUICE_* environment variables and command-line flags. The YAML keys are
 // the yaml tags below; the environment variable of a setting is its flag's
 // name in upper case with dashes as underscores, prefixed with SLUICE_
-// (--catalog-uri is SLUICE_CATALOG_URI).
+// (--catalog-uri is SLUICE_CATALOG_URI), but for the repeatable
+// --catalog-property, whose variable SLUICE_CATALOG_PROPERTIES holds
+// comma-separated name=value pairs.
 type Config struct {
 	// Listen is the address to serve on (--listen). Default 127.0.0.1:8815;
 	// port 0 picks a free port (see ReadyFile).

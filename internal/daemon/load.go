@@ -86,7 +86,7 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	fs.BoolVar(&c.Catalog.Create, "create-catalog", c.Catalog.Create,
 		"create the warehouse and the catalog file when absent, even beside other catalogs' files")
 	fs.Var((*propertiesFlag)(&c.Catalog.Properties), "catalog-property",
-		"a catalog `name=value` property (repeatable; a value may be ${env:NAME} or ${file:PATH})")
+		"a catalog `name=value` property (repeatable; a value may be ${env:NAME} or ${file:PATH}; env SLUICE_CATALOG_PROPERTIES, comma-separated)")
 	fs.StringVar(&c.Catalog.PropertiesFile, "catalog-properties-file", c.Catalog.PropertiesFile,
 		"YAML file of catalog properties, name: value (a mounted secret)")
 	dur(&c.Catalog.StartTimeout, "catalog-start-timeout", "how long to retry a catalog unavailable at start, 0: fail at once")
