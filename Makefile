@@ -50,7 +50,7 @@ FUZZTIME ?= 30s
 
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build run replicas demo venv venv-demo tools plugins protoc postgresql generate checkgenerate lint checkfmt checkfuzz \
+.PHONY: all build run replicas demo venv venv-demo tools plugins protoc postgresql java restcatalog generate checkgenerate lint checkfmt checkfuzz \
 	checkversion fmt test test-unit test-python test-e2e test-long bench load fuzz static image dist check-dist clean \
 	delta-fixtures
 
@@ -145,6 +145,27 @@ postgresql:
 		echo "make: the replica e2e test needs PostgreSQL's initdb and pg_ctl: install it (Debian, Ubuntu:" \
 		"sudo apt-get install postgresql; macOS: brew install postgresql)"; exit 1; }
 
+## java: Java 17 or newer and Maven (Debian's openjdk-17-jre-headless and maven, installed with apt-get when missing and root), for the REST catalog server of the object-storage tests
+java:
+	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
+		! command -v apt-get >/dev/null 2>&1 || { \
+		echo "apt-get install openjdk-17-jre-headless maven (Apache Iceberg's REST catalog server, for the tests)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq -o DPkg::Lock::Timeout=300 --no-install-recommends openjdk-17-jre-headless maven >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq -o DPkg::Lock::Timeout=300 --no-install-recommends openjdk-17-jre-headless maven >/dev/null; }; }
+	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
+		echo "make: the object-storage tests run Apache Iceberg's REST catalog server: they need Java 17 or newer" \
+			"and Maven (Debian, Ubuntu: sudo apt-get install openjdk-17-jre-headless maven; macOS: brew install openjdk@17 maven)"; exit 1; }
+
+## restcatalog: the classpath of Apache Iceberg's RESTCatalogServer (internal/testsvc/restcatalog/pom.xml), jars from Maven Central into .tmp/m2
+REST_CLASSPATH := $(TMP)/restcatalog/classpath
+restcatalog: $(REST_CLASSPATH)
+$(REST_CLASSPATH): internal/testsvc/restcatalog/pom.xml | java
+	@mkdir -p $(dir $@)
+	mvn -B -q -f internal/testsvc/restcatalog/pom.xml -Dmaven.repo.local=$(TMP)/m2 dependency:build-classpath \
+		-Dmdep.outputFile=$@.tmp
+	mv $@.tmp $@
+
 ## generate: buf lint, then regenerate gen/ from proto/ (local plugins, no network)
 generate: $(BUF) $(PLUGINS)
 	$(BUF) lint
@@ -191,12 +212,12 @@ checkversion: build venv-demo
 # Go builds the plugins and flightd (the CPU); then the checks and the tests
 # run one after another.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc postgresql $(PLUGINS) build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc postgresql restcatalog $(PLUGINS) build
 	@$(MAKE) --no-print-directory checkgenerate checkfmt checkversion test-unit test-python test-e2e
 
-## test-unit: Go unit tests with the race detector (the venv: some start moto's S3 server, internal/testsvc)
-test-unit: venv
-	SLUICE_PYTHON=$(PY) $(GO) test -race -count=1 -timeout 30m $(UNIT_PKGS)
+## test-unit: Go unit tests with the race detector (the venv and the REST catalog's classpath: some start moto's S3 server or the REST catalog, internal/testsvc)
+test-unit: venv restcatalog
+	SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(GO) test -race -count=1 -timeout 30m $(UNIT_PKGS)
 
 ## test-long: the engine's oracle on many more random histories (SEEDS per configuration)
 SEEDS ?= 25
@@ -208,9 +229,9 @@ test-long: venv
 test-python: venv
 	cd clients/python && $(PY) -m pytest -q -p no:cacheprovider tests
 
-## test-e2e: real flightd processes read by the Go and pyarrow clients (and replicas sharing a PostgreSQL)
-test-e2e: venv postgresql
-	SLUICE_PYTHON=$(PY) $(GO) test -count=1 -timeout 20m ./e2e/...
+## test-e2e: real flightd processes read by the Go and pyarrow clients (and replicas sharing a PostgreSQL; tables on moto's S3 behind Apache Iceberg's REST catalog server)
+test-e2e: venv postgresql restcatalog
+	SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(GO) test -count=1 -timeout 20m ./e2e/...
 
 ## bench: the benchmarks: workloads, every arm in one run, docs/BENCHMARKS.md (RUNS, BIG_ROWS)
 RUNS ?= 5
