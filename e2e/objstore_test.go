@@ -131,8 +131,8 @@ func s3Props(m *testsvc.MotoServer, key testsvc.Key) map[string]string {
 func noAmbientAWS(t *testing.T) {
 	for _, kv := range os.Environ() {
 		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
-			os.Unsetenv(k)
-			t.Cleanup(func() { os.Setenv(k, v) })
+			_ = os.Unsetenv(k)
+			t.Cleanup(func() { _ = os.Setenv(k, v) })
 		}
 	}
 	dir := t.TempDir()
