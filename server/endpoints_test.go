@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 
+	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/server"
 )
 
@@ -142,5 +145,45 @@ func TestSplitDNSPeers(t *testing.T) {
 		if server.ParsePeer(bad) == nil {
 			t.Errorf("ParsePeer(%q) accepted it", bad)
 		}
+	}
+}
+
+// A split window's tickets are checked as every DoGet: a principal that
+// may not read the table is refused a ticket another one was given.
+func TestSplitTicketsAuthorized(t *testing.T) {
+	file := "tokens:\n"
+	for _, n := range []string{"alice", "bob"} {
+		file += fmt.Sprintf("  - principal: %s\n    sha256: %s\n", n, auth.HashToken("token-of-"+n))
+	}
+	path := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := auth.Config{Mode: auth.ModeToken, TokensFile: path, Rules: []auth.Rule{
+		{Principals: []string{"alice"}, Tables: []string{"shop.*"}},
+		{Principals: []string{"bob"}, Tables: []string{"hr.*"}},
+	}}
+	authn, err := auth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz, err := auth.NewAuthorizer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startWith(t, 4, 2, 8, nil, func(o *server.Options) { o.Authenticator, o.Authorizer = authn, authz })
+	info, err := f.client.GetFlightInfo(as("alice"), descriptor(`{"table": "shop.orders", "max_endpoints": 2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Endpoint) != 2 {
+		t.Fatalf("%d endpoints, want 2", len(info.Endpoint))
+	}
+	for _, ep := range info.Endpoint {
+		if _, err := f.doGet(t, as("alice"), ep.Ticket.Ticket); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.doGet(t, as("bob"), ep.Ticket.Ticket)
+		checkStatus(t, err, codes.PermissionDenied, "shop.orders")
 	}
 }
