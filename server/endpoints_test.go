@@ -100,9 +100,21 @@ func TestSplitErrors(t *testing.T) {
 		{`{"table": "shop.orders", "max_endpoints": 2, "net_changes": true}`, "net_changes"},
 		{`{"table": "shop.orders", "max_endpoints": 2, "follow": true}`, "stream"},
 		{`{"table": "shop.orders", "max_endpoints": 5000}`, "limit of 1024"},
+		{fmt.Sprintf(`{"table": "shop.orders", "max_endpoints": 2, "part": {"first_snapshot": "%d", "last_snapshot": "%d"}}`,
+			f.snapshots[0], f.snapshots[1]), "split again"},
 	} {
 		_, err := f.client.GetFlightInfo(ctx, descriptor(c.cmd))
 		checkStatus(t, err, codes.InvalidArgument, c.msg)
+	}
+	// The FlightInfo of a part reads the part.
+	info, err := f.client.GetFlightInfo(ctx, descriptor(fmt.Sprintf(
+		`{"table": "shop.orders", "part": {"first_snapshot": "%d", "last_snapshot": "%d"}}`, f.snapshots[1], f.snapshots[2])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.doGet(t, ctx, info.Endpoint[0].Ticket.Ticket)
+	if err != nil || got.rows != 4 {
+		t.Fatalf("the ticket of a part of 2 snapshots of 2 rows read %d rows (%v), want 4", got.rows, err)
 	}
 	from := f.snapshots[1]
 	for _, c := range []struct{ ticket, msg string }{

@@ -166,6 +166,10 @@ func checkSplit(req *sluicev1.ChangeRequest, w *feed.Request) error {
 		return badRequestf("net_changes collapse the whole window, which cannot be split into endpoints: " +
 			"leave out max_endpoints, or read the changes without net_changes")
 	}
+	if req.GetMaxEndpoints() > 1 && req.Part != nil {
+		return badRequestf("part is a share of a split window, which cannot be split again: " +
+			"ask max_endpoints of the window without part")
+	}
 	if pt := req.Part; pt != nil {
 		w.Part = &feed.Part{FirstSnapshot: pt.GetFirstSnapshot(), LastSnapshot: pt.GetLastSnapshot(),
 			FirstFile: int(pt.GetFirstFile()), EndFile: int(pt.GetEndFile()), FileCount: int(pt.GetFileCount())}
@@ -174,11 +178,11 @@ func checkSplit(req *sluicev1.ChangeRequest, w *feed.Request) error {
 }
 
 // pinnedTicket returns the ticket that reads exactly the planned window:
-// the request with its window resolved to snapshot ids, and part (nil for
-// the whole window).
+// the request with its window resolved to snapshot ids, and part (nil: the
+// request's own, if any).
 func pinnedTicket(req *sluicev1.ChangeRequest, p *feed.Plan, part *feed.Part) ([]byte, error) {
 	pinned := proto.Clone(req).(*sluicev1.ChangeRequest)
-	pinned.MaxEndpoints, pinned.Part = 0, nil
+	pinned.MaxEndpoints = 0
 	if part != nil {
 		pinned.Part = &sluicev1.WindowPart{FirstSnapshot: part.FirstSnapshot, LastSnapshot: part.LastSnapshot,
 			FirstFile: uint32(part.FirstFile), EndFile: uint32(part.EndFile), FileCount: uint32(part.FileCount)}
