@@ -384,3 +384,58 @@ func TestS3RESTDown(t *testing.T) {
 		t.Fatalf("the commit after the outage: %s", d)
 	}
 }
+
+// TestS3RESTOneLoadPerPoll: 200 follow streams of one table on one flightd
+// cost about one loadTable of that table per poll interval at the REST
+// catalog (counted at a proxy in front of it), not one per stream; and
+// every stream gets the next commit.
+func TestS3RESTOneLoadPerPoll(t *testing.T) {
+	python(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rest := testsvc.SharedRESTCatalog(t)
+	m := rest.Moto
+	cat := s3Catalog{uri: rest.URI, warehouse: rest.Warehouse, moto: m, key: m.Admin}
+	const table, followers, poll = "watch.items", 200, 500 * time.Millisecond
+	o := cat.write(t, ctx, "small", table, 0)
+	noAmbientAWS(t)
+	proxy, err := testsvc.NewProxy(rest.Backend, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	srv := startFlightd(t, "--config", s3Config{uri: proxy.URI(), warehouse: rest.Warehouse, properties: s3Props(m, m.Admin)}.file(t),
+		"--poll-interval", poll.String(), "--heartbeat-interval", "1s",
+		"--max-streams", "0", "--max-streams-per-principal", "0", "--calls-per-second", "0")
+	c := dialGo(t, ctx, srv.URI())
+	subs := make([]*subscription, followers)
+	for i := range subs {
+		subs[i] = followS3(t, ctx, c, sluice.SubscribeRequest{Table: table, Start: sluice.StartLatest, Heartbeats: true}, o.Columns)
+	}
+	for i, s := range subs { // every stream is open: it has sent a heartbeat
+		select {
+		case <-s.batches:
+		case err := <-s.done:
+			t.Fatalf("follower %d ended: %v", i, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("follower %d sent nothing within 30s", i)
+		}
+	}
+	proxy.Reset()
+	const window = 5 * time.Second
+	time.Sleep(window)
+	loads := proxy.TableLoads("watch", "items")
+	polls := int(window / poll)
+	t.Logf("%d followers: %d loads of the table in %s (%d poll intervals); all requests: %v", followers, loads, window, polls, proxy.Counts())
+	if loads > 2*polls+2 || loads < polls/2 {
+		t.Fatalf("%d loads of the table in %d poll intervals with %d followers: want about one per interval", loads, polls, followers)
+	}
+	o2 := cat.write(t, ctx, "more", table, 5)
+	last := len(o2.Snapshots) - 1
+	want := o2.expected(last-1, last)
+	for i, s := range subs {
+		if d := sameChanges(s.until(t, o2.Snapshots[last].ID, time.Minute), want); d != "" {
+			t.Fatalf("follower %d: %s", i, d)
+		}
+	}
+}
