@@ -98,7 +98,11 @@ func TestDeltaS3(t *testing.T) {
 		}
 	}
 
-	cfg := deltaS3Config(t, m, m.Endpoint, m.Admin, testsvc.Region, root+"/",
+	// The secret comes from the environment, as a secret reference: the
+	// Delta tables get the catalog's properties resolved.
+	t.Setenv("SLUICE_TEST_DELTA_S3_SECRET", m.Admin.SecretAccessKey)
+	cfg := deltaS3Config(t, m, m.Endpoint, testsvc.Key{AccessKeyID: m.Admin.AccessKeyID,
+		SecretAccessKey: "${env:SLUICE_TEST_DELTA_S3_SECRET}"}, testsvc.Region, root+"/",
 		map[string]string{"sales.orders_s3": root + "/orders"})
 	srv := launchFlightd(t, append([]string{"--warehouse", t.TempDir(), "--config", cfg}, "--poll-interval", "100ms")...)
 	stopped := false

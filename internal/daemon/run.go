@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/sluicefeed/sluice/auth"
-	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/internal/demo"
 	_ "github.com/sluicefeed/sluice/internal/storage" // object-store file IO (s3, gs, abfs)
@@ -77,7 +76,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*feed.DeltaSource{},
 		checked: map[string]time.Time{}}
 	if cfg.Delta.Enabled() {
-		tables.delta = catalog.NewDeltaTables(ctx, cfg.Delta, cat.Config().Properties)
+		if tables.delta, err = newDeltaTables(ctx, cfg); err != nil {
+			return err
+		}
 		if err := tables.checkDelta(ctx, log); err != nil {
 			return err
 		}

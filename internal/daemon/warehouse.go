@@ -55,6 +55,20 @@ func checkProgressDir(cfg Config) error {
 	return nil
 }
 
+// newDeltaTables returns the Delta tables of cfg. Those on object storage
+// are read with the catalog's storage properties, as the catalog's own
+// tables are: merged with its properties file, references resolved.
+func newDeltaTables(ctx context.Context, cfg Config) (*catalog.DeltaTables, error) {
+	props, err := cfg.Catalog.MergedProperties()
+	if err == nil {
+		props, err = catalog.ResolveProperties(props)
+	}
+	if err != nil {
+		return nil, configError{err}
+	}
+	return catalog.NewDeltaTables(ctx, cfg.Delta, props), nil
+}
+
 // suggestingTables is the catalog as the engine reads it: the error of a
 // table that is not found names up to catalog.MaxSuggestions nearest
 // tables that the caller may read. The caller is the principal in the

@@ -32,7 +32,7 @@ var (
 	// expired session token) or refused them access (HTTP 403).
 	ErrAccessDenied = errors.New("storage: access denied")
 	// ErrMisconfigured reports storage settings that cannot work: no
-	// region, or a region other than the bucket's.
+	// region, a region other than the bucket's, no credentials at all.
 	ErrMisconfigured = errors.New("storage: misconfigured")
 	// ErrUnavailable reports storage that could not be reached or answered
 	// with a server error: a refused connection, a timeout, HTTP 5xx or
@@ -177,6 +177,21 @@ func classify(ctx context.Context, st store, location string, err error) error {
 	if st.s3 != nil && st.s3.Options().Region == "" {
 		return &Error{Kind: ErrMisconfigured, Location: location, Reason: "no region is set for S3: set s3.region " +
 			"(or client.region) in the catalog's properties, or AWS_REGION in flightd's environment"}
+	}
+	if st.s3 != nil && st.s3.Options().Credentials != nil {
+		// A request that could not be signed fails with the credential
+		// chain's error, which may hold anything (the instance metadata
+		// service's 403 or timeout): ask the chain itself. It caches what
+		// it found, so this is cheap when there are credentials.
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, cerr := st.s3.Options().Credentials.Retrieve(cctx)
+		cancel()
+		if cerr != nil && !errors.Is(cerr, context.Canceled) {
+			return &Error{Kind: ErrMisconfigured, Location: location, Reason: "no S3 credentials were found: set " +
+				"s3.access-key-id and s3.secret-access-key in the catalog's properties (a REST catalog may vend " +
+				"them), or give flightd the AWS default chain's (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, " +
+				"AWS_PROFILE, a web identity or an instance role)", Err: cerr}
+		}
 	}
 	if ae := apiError(err); ae != nil {
 		if e := classifyAPI(ctx, st, location, ae, err); e != nil {

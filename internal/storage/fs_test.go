@@ -154,6 +154,21 @@ func TestErrorsOverMoto(t *testing.T) {
 		_, err := open(t, "s3://"+bucket+"/t", p).Stat("_delta_log")
 		check(t, err, ErrMisconfigured, "s3.region", "client.region", "AWS_REGION")
 	})
+	t.Run("no credentials", func(t *testing.T) {
+		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+			"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+			"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+			t.Setenv(k, "")
+		}
+		t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+		t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+		t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+		p := props(m, m.Admin)
+		delete(p, "s3.access-key-id")
+		delete(p, "s3.secret-access-key")
+		_, err := open(t, "s3://"+bucket+"/t", p).Open("_delta_log/00000000000000000000.json")
+		check(t, err, ErrMisconfigured, "no S3 credentials", "s3.access-key-id", "AWS_PROFILE")
+	})
 	t.Run("endpoint refuses connections", func(t *testing.T) {
 		p := props(m, m.Admin)
 		p["s3.endpoint"] = "http://127.0.0.1:1"
