@@ -476,15 +476,7 @@ func TestS3REST(t *testing.T) {
 		n := checkWindows(t, ctx, c, table, o)
 		t.Logf("%d windows over %d snapshots equal pyiceberg's scans (%s)", n, len(o.Snapshots), time.Since(began).Round(time.Millisecond))
 	})
-	t.Run("pyarrow windows", func(t *testing.T) {
-		b, _ := json.Marshal(o)
-		path := filepath.Join(t.TempDir(), "oracle.json")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		pytestPaths(t, ctx, map[string]string{"SLUICE_ADDR": srv.URI(), "SLUICE_S3_ORACLE": path, "SLUICE_S3_TABLE": table},
-			[]string{"python/test_s3_rest.py"})
-	})
+	t.Run("pyarrow windows", func(t *testing.T) { pyarrowWindows(t, ctx, srv.URI(), table, o) })
 	t.Run("follow", func(t *testing.T) {
 		s := followS3(t, ctx, c, sluice.SubscribeRequest{Table: table, Start: sluice.StartLatest, Heartbeats: true}, o.Columns)
 		time.Sleep(time.Second) // the stream stands at the current snapshot
@@ -497,39 +489,65 @@ func TestS3REST(t *testing.T) {
 		o = o2
 	})
 	t.Run("consumer resumes after a restart", func(t *testing.T) {
-		const consumer = "s3-mirror"
-		first := o.Snapshots[0].ID
-		s := followS3(t, ctx, c, sluice.SubscribeRequest{Table: table, Consumer: consumer, Start: sluice.StartFromSnapshot,
-			FromSnapshot: &first, NoFollow: true}, o.Columns)
-		ackAt := 3
-		got := s.until(t, o.Snapshots[ackAt].ID, time.Minute)
-		if d := sameChanges(got, o.expected(0, ackAt)); d != "" {
-			t.Fatalf("before the ack: %s", d)
-		}
-		// The reading goroutine may be past the batch that completed the
-		// snapshot: ack the snapshot by id.
-		s.sub.Release()
-		if _, err := c.Ack(ctx, consumer, table, o.Snapshots[ackAt].ID); err != nil {
-			t.Fatal(err)
-		}
-
-		srv.stop(t)
-		srv = launchFlightd(t, args...)
-		c2 := dialGo(t, ctx, srv.URI())
-		s2 := followS3(t, ctx, c2, sluice.SubscribeRequest{Table: table, Consumer: consumer, NoFollow: true}, o.Columns)
-		last := len(o.Snapshots) - 1
-		got = s2.until(t, o.Snapshots[last].ID, time.Minute)
-		if d := sameChanges(got, o.expected(ackAt, last)); d != "" {
-			t.Fatalf("the consumer resumed after the restart: %s", d)
-		}
-		select {
-		case err := <-s2.done:
-			if err != nil {
-				t.Fatalf("the resumed stream ended with %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("the resumed NoFollow stream did not end")
-		}
+		consumerResumes(t, ctx, c, func() *sluice.Client {
+			srv.stop(t)
+			srv = launchFlightd(t, args...)
+			return dialGo(t, ctx, srv.URI())
+		}, table, o, 3)
 	})
 	t.Logf("TestS3REST took %s", time.Since(began).Round(time.Millisecond))
+}
+
+// pyarrowWindows runs test_s3_rest.py: pyarrow reads every window of table
+// from the flightd at uri and compares it with the oracle.
+func pyarrowWindows(t *testing.T, ctx context.Context, uri, table string, o *s3Oracle) {
+	t.Helper()
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "oracle.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pytestPaths(t, ctx, map[string]string{"SLUICE_ADDR": uri, "SLUICE_S3_ORACLE": path, "SLUICE_S3_TABLE": table},
+		[]string{"python/test_s3_rest.py"})
+}
+
+// consumerResumes: a durable consumer reads table from its first snapshot
+// up to snapshot ackAt (an index of o.Snapshots, before the last) and acks
+// it; restart replaces flightd and returns a client of the new one, where
+// the consumer resumes right after ackAt and gets every later snapshot.
+func consumerResumes(t *testing.T, ctx context.Context, c *sluice.Client, restart func() *sluice.Client, table string,
+	o *s3Oracle, ackAt int) {
+	t.Helper()
+	consumer := testsvc.UniqueName("mirror")
+	first := o.Snapshots[0].ID
+	s := followS3(t, ctx, c, sluice.SubscribeRequest{Table: table, Consumer: consumer, Start: sluice.StartFromSnapshot,
+		FromSnapshot: &first, NoFollow: true}, o.Columns)
+	got := s.until(t, o.Snapshots[ackAt].ID, time.Minute)
+	if d := sameChanges(got, o.expected(0, ackAt)); d != "" {
+		t.Fatalf("before the ack: %s", d)
+	}
+	// The reading goroutine may be past the batch that completed the
+	// snapshot: ack the snapshot by id.
+	s.sub.Release()
+	if _, err := c.Ack(ctx, consumer, table, o.Snapshots[ackAt].ID); err != nil {
+		t.Fatal(err)
+	}
+	c2 := restart()
+	s2 := followS3(t, ctx, c2, sluice.SubscribeRequest{Table: table, Consumer: consumer, NoFollow: true}, o.Columns)
+	last := len(o.Snapshots) - 1
+	got = s2.until(t, o.Snapshots[last].ID, time.Minute)
+	if d := sameChanges(got, o.expected(ackAt, last)); d != "" {
+		t.Fatalf("the consumer resumed after the restart: %s", d)
+	}
+	select {
+	case err := <-s2.done:
+		if err != nil {
+			t.Fatalf("the resumed stream ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the resumed NoFollow stream did not end")
+	}
 }

@@ -83,8 +83,10 @@ func TestS3RESTOAuth2(t *testing.T) {
 	props["oauth2-server-uri"] = proxy.TokenURI()
 	props["scope"] = "sluice"
 	proxy.Reset()
-	srv := startFlightd(t, "--config", s3Config{uri: proxy.URI(), warehouse: rest.Warehouse, properties: props}.file(t),
-		"--poll-interval", "200ms")
+	args := []string{"--config", s3Config{uri: proxy.URI(), warehouse: rest.Warehouse, properties: props}.file(t),
+		"--poll-interval", "200ms"}
+	srv := launchFlightd(t, args...)
+	defer func() { srv.stop(t) }()
 	reqs := proxy.Requests()
 	var config *testsvc.Request
 	for i, r := range reqs {
@@ -111,6 +113,18 @@ func TestS3RESTOAuth2(t *testing.T) {
 	if d := sameChanges(s.until(t, o2.Snapshots[last].ID, time.Minute), o2.expected(last-1, last)); d != "" {
 		t.Fatalf("the followed commit: %s", d)
 	}
+	t.Run("pyarrow windows", func(t *testing.T) { pyarrowWindows(t, ctx, srv.URI(), table, o2) })
+	t.Run("consumer resumes after a restart", func(t *testing.T) {
+		tokens := proxy.Count("POST /oauth2/token")
+		consumerResumes(t, ctx, c, func() *sluice.Client {
+			srv.stop(t)
+			srv = launchFlightd(t, args...)
+			return dialGo(t, ctx, srv.URI())
+		}, table, o2, 4)
+		if proxy.Count("POST /oauth2/token") == tokens {
+			t.Error("the restarted flightd got no token")
+		}
+	})
 
 	t.Run("no credential", func(t *testing.T) {
 		p := s3Props(m, m.Admin)
@@ -173,8 +187,10 @@ func TestS3RESTVendedCredentials(t *testing.T) {
 	}
 	full := sluice.ChangeRequest{Table: table}
 	t.Run("vended session only", func(t *testing.T) {
-		c := start(t, testsvc.Key{})
-		checkEachSnapshot(t, ctx, c, table, o)
+		cfg := s3Config{uri: rest.URI, warehouse: rest.Warehouse, properties: s3Props(m, testsvc.Key{})}.file(t)
+		srv := startFlightd(t, "--config", cfg)
+		checkEachSnapshot(t, ctx, dialGo(t, ctx, srv.URI()), table, o)
+		pyarrowWindows(t, ctx, srv.URI(), table, o)
 	})
 
 	rest.SetVendCredentials(t, false)
