@@ -201,8 +201,8 @@ func (d *DeltaTables) Check(ctx context.Context) error {
 			}
 		}
 		folder, ok := strings.CutPrefix(name, DeltaNamespace+".")
-		if !ok || d.root == nil && !(storage.IsURL(loc) && d.cfg.Root != "") {
-			continue // both local: Validate checked
+		if !ok || d.cfg.Root == "" || d.root == nil && !storage.IsURL(loc) {
+			continue // no root to clash with, or both local: Validate checked
 		}
 		has, err := d.rootHas(folder)
 		if err != nil {
