@@ -17,5 +17,7 @@
 //
 // RESTCatalogServer's version is Iceberg 1.11.0 (restcatalog/pom.xml; the
 // newest whose test-fixtures jar Maven Central serves here), with Jetty
-// 12.1 as that jar needs; it starts in about 2 s (C1 compiler only).
+// 12.1 as that jar needs; it starts in about 2 s (C1 compiler only). It
+// has no host setting and listens on every interface (on a free port);
+// clients use the proxy, which listens on loopback only.
 package testsvc
