@@ -378,14 +378,14 @@ func TestReplicas(t *testing.T) {
 		}
 		if !slices.Equal(got, single) || len(single) == 0 {
 			t.Fatalf("the window (%s, current] in %d endpoints read %d rows, the single read %d; they differ",
-				from(req), eps, len(got), len(single))
+				from(req), len(eps), len(got), len(single))
 		}
-		if eps < 2 || firsts < 2 {
+		if len(eps) < 2 || firsts < 2 {
 			t.Fatalf("the window (%s, current] of %d snapshots came in %d endpoints over %d replicas",
-				from(req), len(snaps), eps, firsts)
+				from(req), len(snaps), len(eps), firsts)
 		}
 		t.Logf("window (%s, current]: %d rows in %d endpoints over %d replicas, equal to the single read",
-			from(req), len(got), eps, firsts)
+			from(req), len(got), len(eps), firsts)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatal("the test ran out of time")

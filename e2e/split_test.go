@@ -15,6 +15,7 @@ import (
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/internal/histgen"
+	"github.com/sluicefeed/sluice/server"
 )
 
 // freeAddrs returns n loopback addresses free at the time of the call, for
@@ -48,7 +49,8 @@ func replicaFlags(addrs []string, i int) []string {
 }
 
 // readRows reads a ChangeReader to its end, each row rendered with its
-// op, images and snapshot.
+// op, images and snapshot, and a line for each batch that completes its
+// snapshot.
 func readRows(r *sluice.ChangeReader) ([]string, error) {
 	var out []string
 	for b, err := range r.All() {
@@ -61,19 +63,39 @@ func readRows(r *sluice.ChangeReader) ([]string, error) {
 			out = append(out, fmt.Sprintf("%s %s %s @%d", ops.Value(i), rec.Column(1).ValueStr(i),
 				rec.Column(2).ValueStr(i), b.Meta.Snapshot))
 		}
+		if b.Meta.SnapshotComplete {
+			out = append(out, fmt.Sprintf("snapshot %d complete", b.Meta.Snapshot))
+		}
 	}
 	return out, nil
+}
+
+// fileParts counts the endpoints whose part is a range of a snapshot's
+// files.
+func fileParts(t *testing.T, eps []sluice.Endpoint) int {
+	t.Helper()
+	n := 0
+	for _, ep := range eps {
+		req, err := server.DecodeRequest(ep.Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.GetPart().GetFileCount() > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // readSplit reads a window through a FlightInfo of up to n endpoints:
 // each endpoint from its first location, all at once, by clients of their
 // own; the rows concatenated in endpoint order. It returns the rows, the
 // endpoints and how many distinct first locations they had.
-func readSplit(ctx context.Context, c *sluice.Client, req sluice.ChangeRequest, n int) ([]string, int, int, error) {
+func readSplit(ctx context.Context, c *sluice.Client, req sluice.ChangeRequest, n int) ([]string, []sluice.Endpoint, int, error) {
 	req.MaxEndpoints = n
 	_, eps, err := c.Endpoints(ctx, req)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, nil, 0, err
 	}
 	parts := make([][]string, len(eps))
 	errs := make([]error, len(eps))
@@ -81,7 +103,7 @@ func readSplit(ctx context.Context, c *sluice.Client, req sluice.ChangeRequest, 
 	var wg sync.WaitGroup
 	for i, ep := range eps {
 		if len(ep.Locations) == 0 {
-			return nil, 0, 0, fmt.Errorf("endpoint %d has no location", i)
+			return nil, nil, 0, fmt.Errorf("endpoint %d has no location", i)
 		}
 		firsts[ep.Locations[0]] = true
 		wg.Go(func() {
@@ -103,10 +125,10 @@ func readSplit(ctx context.Context, c *sluice.Client, req sluice.ChangeRequest, 
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("endpoint %d: %w", i, err)
+			return nil, nil, 0, fmt.Errorf("endpoint %d: %w", i, err)
 		}
 	}
-	return slices.Concat(parts...), len(eps), len(firsts), nil
+	return slices.Concat(parts...), eps, len(firsts), nil
 }
 
 // readSingle reads a window in one stream.
@@ -138,20 +160,23 @@ func TestSplitWindows(t *testing.T) {
 	defer cancel()
 	c := dialGo(t, ctx, uris[0])
 	r := rand.New(rand.NewPCG(5, 9))
-	windows, endpoints := 0, 0
+	windows, endpoints, files := 0, 0, 0
 	spread := map[int]int{}
 	for _, table := range []string{fix.Table, histgen.Table} {
 		snaps, err := c.Snapshots(ctx, table)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 10 {
+		for k := range 10 + len(snaps) {
 			i, j := r.IntN(len(snaps)+1), r.IntN(len(snaps)+1)
 			if i > j {
 				i, j = j, i
 			}
 			if i == j {
 				j = len(snaps)
+			}
+			if k >= 10 {
+				i, j = k-10, k-9 // each snapshot alone: a large one splits by files
 			}
 			req := sluice.ChangeRequest{Table: table, ToSnapshot: &snaps[j-1].ID}
 			if i > 0 {
@@ -162,6 +187,7 @@ func TestSplitWindows(t *testing.T) {
 			}
 			n := 2 + r.IntN(7)
 			got, eps, firsts, err := readSplit(ctx, c, req, n)
+			files += fileParts(t, eps)
 			if err != nil {
 				t.Fatalf("window (%v, %d] of %s in %d endpoints: %v", req.FromSnapshot, *req.ToSnapshot, table, n, err)
 			}
@@ -171,17 +197,18 @@ func TestSplitWindows(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("window (%v, %d] of %s: %d endpoints read %d rows, the single read %d; they differ",
-					req.FromSnapshot, *req.ToSnapshot, table, eps, len(got), len(want))
+					req.FromSnapshot, *req.ToSnapshot, table, len(eps), len(got), len(want))
 			}
 			windows++
-			endpoints += eps
+			endpoints += len(eps)
 			spread[firsts]++
 		}
 	}
-	t.Logf("%d windows in %d endpoints; windows by the replicas their endpoints start on: %v", windows, endpoints, spread)
-	if endpoints <= windows || spread[3] == 0 {
-		t.Fatalf("the windows were not split over the three replicas: %d windows, %d endpoints, %v", windows,
-			endpoints, spread)
+	t.Logf("%d windows in %d endpoints (%d of them file ranges); windows by the replicas their endpoints start on: %v",
+		windows, endpoints, files, spread)
+	if endpoints <= windows || spread[3] == 0 || files == 0 {
+		t.Fatalf("the windows were not split over the three replicas, by snapshots and files: %d windows, "+
+			"%d endpoints (%d file ranges), %v", windows, endpoints, files, spread)
 	}
 	pytestPaths(t, ctx, map[string]string{
 		"SLUICE_REPLICAS":    strings.Join(uris, ","),

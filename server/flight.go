@@ -242,9 +242,17 @@ func (s *Server) serveWindow(ctx context.Context, r *request, stream flight.Data
 	}
 	w := s.newWriter(stream, p.Table, p.Schema(), r.compression)
 	defer w.release()
+	// A part that ends before its snapshot's last file does not complete
+	// the snapshot (a consumer may checkpoint at a complete batch): the
+	// part that holds the last file does.
+	pt := r.window.Part
+	partial := pt != nil && pt.FileCount > 0 && pt.EndFile < pt.FileCount
 	for b, err := range s.engine.Read(ctx, p) {
 		if err != nil {
 			return err
+		}
+		if partial {
+			b.SnapshotComplete = false
 		}
 		err := w.write(b, kindChanges)
 		b.Record.Release()

@@ -5,6 +5,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/protobuf/proto"
+
+	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 )
 
 // Endpoint is one part of a window split for a parallel read (see
@@ -51,8 +54,23 @@ func (c *Client) Endpoints(ctx context.Context, req ChangeRequest) (*arrow.Schem
 	return schema, out, nil
 }
 
+// partialTicket reports whether a ticket reads a part of a split window
+// that ends inside a snapshot's files, whose stream ends without
+// completing the snapshot (the part holding its last file completes it).
+func partialTicket(ticket []byte) bool {
+	var req sluicev1.ChangeRequest
+	if proto.Unmarshal(ticket, &req) != nil {
+		return false
+	}
+	pt := req.GetPart()
+	return pt != nil && pt.GetFileCount() > 0 && pt.GetEndFile() < pt.GetFileCount()
+}
+
 // ReadTicket streams the changes of a ticket from Endpoints. ctx governs
-// the whole read; the caller must Release the reader.
+// the whole read; the caller must Release the reader. The read of a part
+// that ends inside a snapshot's files ends with a batch whose
+// SnapshotComplete is false: the part holding the snapshot's last file
+// completes it.
 func (c *Client) ReadTicket(ctx context.Context, ticket []byte) (*ChangeReader, error) {
 	const op = "ReadTicket"
 	if len(ticket) == 0 {
@@ -60,7 +78,7 @@ func (c *Client) ReadTicket(ctx context.Context, ticket []byte) (*ChangeReader, 
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	r := &ChangeReader{op: op, ctx: rctx, cancel: cancel, flight: c.flight, mem: c.mem,
-		tickets: [][]byte{ticket}}
+		tickets: [][]byte{ticket}, partial: partialTicket(ticket)}
 	if err := r.open(); err != nil {
 		r.Release()
 		return nil, err

@@ -109,6 +109,9 @@ type ChangeReader struct {
 	batches      int64 // batches read
 	lastSnapshot int64 // snapshot of the last batch
 	lastComplete bool  // SnapshotComplete of the last batch
+	// partial is set for the ticket of a part of a split window that ends
+	// inside a snapshot's files: its stream ends without completing it.
+	partial bool
 }
 
 // Changes plans the window of req on the server and starts streaming its
@@ -314,7 +317,7 @@ func (r *ChangeReader) fail(err error) {
 // finish ends a read whose streams all ended cleanly. A clean end in the
 // middle of a snapshot would be a truncated feed, so it is an error.
 func (r *ChangeReader) finish() {
-	if r.batches > 0 && !r.lastComplete {
+	if r.batches > 0 && !r.lastComplete && !r.partial {
 		r.fail(protocolError("the stream ended before snapshot %d was complete", r.lastSnapshot))
 		return
 	}

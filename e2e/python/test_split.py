@@ -54,13 +54,15 @@ def read_endpoint(ep):
 def test_split_equals_single_read(replicas):
     rng = random.Random(12)
     client = flight.connect(replicas[1])
-    windows = parts = 0
+    windows = parts = file_parts = 0
     firsts = set()
     try:
         for table in TABLES:
             snaps = snapshots(client, table)
-            for _ in range(8):
+            for k in range(8 + len(snaps)):
                 i, j = sorted(rng.sample(range(len(snaps) + 1), 2))
+                if k >= 8:
+                    i, j = k - 8, k - 7  # each snapshot alone: a large one splits by files
                 frm = str(snaps[i - 1]) if i > 0 else None
                 req = dict(table=table, from_snapshot=frm, to_snapshot=str(snaps[j - 1]))
                 if table == "gen.events" and rng.random() < 0.5:
@@ -81,16 +83,23 @@ def test_split_equals_single_read(replicas):
                 dedup = lambda ids: [s for k, s in enumerate(ids) if k == 0 or ids[k - 1] != s]  # noqa: E731
                 assert dedup([m["snapshot"] for _, ms in results for m in ms]) == \
                     dedup([m["snapshot"] for m in single_metas])
-                for _, ms in results:
-                    assert not ms or ms[-1]["snapshot_complete"]
+                # The batches that complete snapshots are those of the
+                # single read: a part ending inside a snapshot's files
+                # leaves it to the part with its last file.
+                assert [m["snapshot"] for _, ms in results for m in ms if m["snapshot_complete"]] == \
+                    [m["snapshot"] for m in single_metas if m["snapshot_complete"]]
                 for ep in info.endpoints:
                     assert sorted(uri(loc) for loc in ep.locations) == sorted(replicas)
                     firsts.add(uri(ep.locations[0]))
                 windows += 1
                 parts += len(info.endpoints)
+                # A snapshot split by files runs on from one endpoint into
+                # the next.
+                snaps_of = [[m["snapshot"] for m in ms] for _, ms in results]
+                file_parts += sum(1 for a, b in zip(snaps_of, snaps_of[1:]) if a and b and a[-1] == b[0])
     finally:
         client.close()
-    assert windows == 16 and parts > windows, (windows, parts)
+    assert windows >= 16 and parts > windows and file_parts > 0, (windows, parts, file_parts)
     assert len(firsts) == 3, f"the endpoints' first locations did not spread over the replicas: {firsts}"
 
 
