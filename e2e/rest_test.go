@@ -156,7 +156,9 @@ func TestS3RESTOAuth2(t *testing.T) {
 // TestS3RESTVendedCredentials: moto checks every request's signature and
 // policy; the REST catalog's own S3 key is an STS session of a role allowed
 // one bucket, which it vends in each loadTable's config. flightd, given no
-// S3 key at all, reads the table with the vended session alone. Once the
+// S3 key at all, reads the table with the vended session alone (windows
+// with Go and pyarrow, a followed commit, a consumer resumed after a
+// restart). Once the
 // catalog stops vending, the same flightd configuration cannot read (no
 // credentials: FailedPrecondition saying so, not an unreadable file); a
 // key with a wrong secret, and a user's key allowed another bucket only,
@@ -187,10 +189,26 @@ func TestS3RESTVendedCredentials(t *testing.T) {
 	}
 	full := sluice.ChangeRequest{Table: table}
 	t.Run("vended session only", func(t *testing.T) {
-		cfg := s3Config{uri: rest.URI, warehouse: rest.Warehouse, properties: s3Props(m, testsvc.Key{})}.file(t)
-		srv := startFlightd(t, "--config", cfg)
-		checkEachSnapshot(t, ctx, dialGo(t, ctx, srv.URI()), table, o)
+		args := []string{"--config", s3Config{uri: rest.URI, warehouse: rest.Warehouse, properties: s3Props(m, testsvc.Key{})}.file(t),
+			"--poll-interval", "200ms"}
+		srv := launchFlightd(t, args...)
+		defer func() { srv.stop(t) }()
+		c := dialGo(t, ctx, srv.URI())
+		checkEachSnapshot(t, ctx, c, table, o)
 		pyarrowWindows(t, ctx, srv.URI(), table, o)
+		s := followS3(t, ctx, c, sluice.SubscribeRequest{Table: table, Start: sluice.StartLatest, Heartbeats: true}, o.Columns)
+		time.Sleep(500 * time.Millisecond)
+		o2 := cat.write(t, ctx, "more", table, 2)
+		last := len(o2.Snapshots) - 1
+		if d := sameChanges(s.until(t, o2.Snapshots[last].ID, time.Minute), o2.expected(last-1, last)); d != "" {
+			t.Fatalf("the followed commit: %s", d)
+		}
+		consumerResumes(t, ctx, c, func() *sluice.Client {
+			srv.stop(t)
+			srv = launchFlightd(t, args...)
+			return dialGo(t, ctx, srv.URI())
+		}, table, o2, 1)
+		o = o2
 	})
 
 	rest.SetVendCredentials(t, false)
