@@ -50,16 +50,19 @@ func checkEachSnapshot(t *testing.T, ctx context.Context, c *sluice.Client, tabl
 // given credential (from a file: ${file:...}), oauth2-server-uri and
 // scope, starts with an authenticated first GET /v1/config that carries
 // ?warehouse=, reads every snapshot as pyiceberg scans it and follows a
-// new commit. Without the credential, or with a wrong secret, flightd
-// refuses to start at once, saying why.
+// new commit, and a durable consumer resumes after a restart (with a new
+// token). A static token (the token property) works too. Without the
+// credential, or with a wrong secret, flightd refuses to start at once,
+// saying why.
 func TestS3RESTOAuth2(t *testing.T) {
 	python(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rest := testsvc.SharedRESTCatalog(t)
 	m := rest.Moto
+	staticToken := "static-" + testsvc.UniqueName("token")
 	oauth := &testsvc.OAuth2{ClientID: "sluice-reader", ClientSecret: "s3cret-" + testsvc.UniqueName("x"),
-		Scope: "sluice", TokenPath: "/oauth2/token"}
+		Scope: "sluice", TokenPath: "/oauth2/token", Tokens: []string{staticToken}}
 	proxy, err := testsvc.NewProxy(rest.Backend, oauth)
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +129,20 @@ func TestS3RESTOAuth2(t *testing.T) {
 		}
 	})
 
+	t.Run("static token", func(t *testing.T) {
+		p := s3Props(m, m.Admin)
+		p["token"] = staticToken
+		srv := startFlightd(t, "--config", s3Config{uri: proxy.URI(), warehouse: rest.Warehouse, properties: p}.file(t))
+		c := dialGo(t, ctx, srv.URI())
+		last := len(o2.Snapshots) - 1
+		got, err := readChanges(ctx, c, o2.Columns, sluice.ChangeRequest{Table: table, FromSnapshot: &o2.Snapshots[last-1].ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := sameChanges(got, o2.expected(last-1, last)); d != "" {
+			t.Fatalf("with a static token: %s", d)
+		}
+	})
 	t.Run("no credential", func(t *testing.T) {
 		p := s3Props(m, m.Admin)
 		began := time.Now()
