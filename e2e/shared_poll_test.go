@@ -43,6 +43,10 @@ func TestFollowersShareOnePoll(t *testing.T) {
 	}
 
 	c := dialGo(t, ctx, srv.URI())
+	if _, err := c.CommitSeq(ctx, followTable); err != nil {
+		t.Fatal(err)
+	}
+	rss0, _ := rssKiB(t, srv.pid())
 	subs := make([]*sluice.Subscription, followers)
 	var opened sync.WaitGroup
 	for i := range subs {
@@ -62,7 +66,11 @@ func TestFollowersShareOnePoll(t *testing.T) {
 	}
 	// Every stream has its start position (its schema came after it).
 	before := loads()
-	t.Logf("%d follow streams opened with %v catalog loads", followers, before)
+	rss1, _ := rssKiB(t, srv.pid())
+	// The memory a follow stream holds while it waits: docs/DEPLOY.md's
+	// sizing quotes this line.
+	t.Logf("%d follow streams opened with %v catalog loads; flightd RSS %d MiB before them, %d MiB with them "+
+		"(%d KiB per follow stream)", followers, before, rss0>>10, rss1>>10, (rss1-rss0)/followers)
 
 	got := make([][]int64, followers)
 	errs := make([]error, followers)
@@ -100,6 +108,8 @@ func TestFollowersShareOnePoll(t *testing.T) {
 			t.Fatalf("follower %d: ids %v, err %v; want every commit: %v", i, got[i], errs[i], want)
 		}
 	}
+	_, peak := rssKiB(t, srv.pid())
+	t.Logf("flightd peak RSS %d MiB, every follower sent every commit", peak>>10)
 	polls := float64(elapsed / interval)
 	t.Logf("%d followers, %d commits in %v: %v catalog loads (poll interval %v: %v intervals)", followers, commits,
 		elapsed.Round(time.Millisecond), n, interval, polls)
