@@ -172,6 +172,47 @@ func TestDeltaS3(t *testing.T) {
 		}
 	})
 
+	t.Run("follow", func(t *testing.T) {
+		// A follow stream lists the table's _delta_log on S3 at every poll:
+		// a commit delta-rs appends arrives on the open stream.
+		latest := lastVersion(t, exp["orders"])
+		sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: "delta.orders", Start: sluice.StartLatest,
+			Heartbeats: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Release()
+		if !sub.Next() || !sub.Batch().Meta.Heartbeat || sub.Batch().Meta.Snapshot != latest {
+			t.Fatalf("the first message: %+v, %v; want a heartbeat at version %d", sub.Batch().Meta, sub.Err(), latest)
+		}
+		cmd := exec.CommandContext(ctx, python(t), "python/delta_s3_writer.py", "--append", root+"/orders",
+			"--ids", "100,101")
+		cmd.Env = append(os.Environ(), "SLUICE_S3_ENDPOINT="+m.Endpoint, "AWS_ACCESS_KEY_ID="+m.Admin.AccessKeyID,
+			"AWS_SECRET_ACCESS_KEY="+m.Admin.SecretAccessKey)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("append: %v\n%s", err, b)
+		}
+		var got []string
+		for len(got) < 2 && sub.Next() {
+			b := sub.Batch()
+			if b.Meta.Heartbeat {
+				continue
+			}
+			rows, err := deltafx.Flatten(b.Record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				got = append(got, fmt.Sprintf("%s %s %s@%s", r["_change_type"], r["id"], r["name"], r["_commit_version"]))
+			}
+		}
+		slices.Sort(got)
+		want := []string{fmt.Sprintf("insert 100 f-100@%d", latest+1), fmt.Sprintf("insert 101 f-101@%d", latest+1)}
+		if !slices.Equal(got, want) {
+			t.Fatalf("the follow stream delivered %v (%v), want %v", got, sub.Err(), want)
+		}
+	})
+
 	t.Run("a data file gone is resync required", func(t *testing.T) {
 		// The first data file of plain, rewritten by its delete: as if
 		// VACUUM had removed it.

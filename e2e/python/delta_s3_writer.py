@@ -3,6 +3,7 @@ delta-rs itself reads of them: the oracle of the Delta object storage
 end-to-end test (e2e/delta_s3_test.go).
 
     delta_s3_writer.py --root s3://bucket/prefix --expected OUT.json
+    delta_s3_writer.py --append s3://bucket/prefix/table --ids 100,101
 
 It writes two tables under the root: "orders", with the change data feed
 on (create, append, delete, update, merge: change data files for the last
@@ -17,6 +18,9 @@ EXPECTED.json (internal/deltafx reads it): a query per window
 cannot read, the difference of delta-rs's reads of consecutive versions
 (rows of version v not in v-1 are inserts, the others deletes), as
 multisets.
+
+With --append it appends the rows of the given ids to a table (a commit
+for a follow stream to see) and prints nothing.
 """
 
 import argparse
@@ -100,9 +104,17 @@ def diff_rows(uri, start, end):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", required=True)
-    ap.add_argument("--expected", required=True)
+    ap.add_argument("--root")
+    ap.add_argument("--expected")
+    ap.add_argument("--append")
+    ap.add_argument("--ids")
     args = ap.parse_args()
+    if args.append:
+        ids = [int(i) for i in args.ids.split(",")]
+        write_deltalake(args.append, batch(ids, "f"), mode="append", storage_options=storage_options())
+        return
+    if not args.root or not args.expected:
+        ap.error("--root and --expected are required")
     root = args.root.rstrip("/")
     out = {}
     for name, cdf in (("orders", True), ("plain", False)):
