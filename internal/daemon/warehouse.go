@@ -66,7 +66,9 @@ func newDeltaTables(ctx context.Context, cfg Config) (*catalog.DeltaTables, erro
 	if err != nil {
 		return nil, configError{err}
 	}
-	return catalog.NewDeltaTables(ctx, cfg.Delta, props), nil
+	// Their requests outlive ctx: a stop lets running reads finish
+	// (ShutdownTimeout) rather than cut their storage requests short.
+	return catalog.NewDeltaTables(context.WithoutCancel(ctx), cfg.Delta, props), nil
 }
 
 // suggestingTables is the catalog as the engine reads it: the error of a
