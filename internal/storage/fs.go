@@ -84,7 +84,10 @@ func IsURL(loc string) bool {
 // bucket exists but nothing is under the root.
 func (f *FS) Check(ctx context.Context) error {
 	if f.st.b == nil {
-		_, err := f.Stat(".")
+		entries, err := f.walk(".")
+		if err == nil && len(entries) == 0 {
+			err = &fs.PathError{Op: "list", Path: f.root, Err: fs.ErrNotExist}
+		}
 		return err
 	}
 	objs, _, err := f.st.b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: f.prefix})
@@ -150,7 +153,11 @@ func (f *FS) Open(name string) (fs.File, error) {
 		return &dirFile{info: info, entries: entries}, nil
 	}
 	if f.st.b == nil {
-		return f.io.Open(f.url(name))
+		fh, err := f.io.Open(f.url(name))
+		if err != nil {
+			return nil, f.fail("open", name, err)
+		}
+		return ioFile{File: fh, info: info}, nil
 	}
 	return &file{fs: f, name: name, info: info}, nil
 }
@@ -169,11 +176,21 @@ func (f *FS) stat(op, name string) (fs.FileInfo, error) {
 	}
 	if f.st.b == nil {
 		fh, err := f.io.Open(f.url(name))
+		if errors.Is(err, fs.ErrNotExist) {
+			// Not a file: a folder when something is under it.
+			if entries, werr := f.walk(name); werr == nil && len(entries) > 0 {
+				return &entry{name: path.Base(name), dir: true}, nil
+			}
+		}
 		if err != nil {
 			return nil, f.fail(op, name, err)
 		}
 		defer fh.Close()
-		return fh.Stat()
+		info, err := fh.Stat()
+		if err != nil {
+			return nil, f.fail(op, name, err)
+		}
+		return &entry{name: path.Base(name), size: info.Size(), mod: info.ModTime()}, nil
 	}
 	attrs, err := f.st.b.Attributes(f.ctx, f.key(name))
 	if err == nil {
@@ -256,7 +273,11 @@ func (f *FS) walk(name string) ([]fs.DirEntry, error) {
 		if strings.TrimRight(p, "/") == dir {
 			return nil
 		}
-		out = append(out, d)
+		e := &entry{name: d.Name(), dir: d.IsDir()}
+		if info, err := d.Info(); err == nil && !e.dir {
+			e.size, e.mod = info.Size(), info.ModTime()
+		}
+		out = append(out, e)
 		if d.IsDir() {
 			return fs.SkipDir
 		}
@@ -289,6 +310,15 @@ func (e *entry) IsDir() bool                { return e.dir }
 func (e *entry) Sys() any                   { return nil }
 func (e *entry) Type() fs.FileMode          { return e.Mode().Type() }
 func (e *entry) Info() (fs.FileInfo, error) { return e, nil }
+
+// ioFile is a file opened through an IO that is not gocloud's; its Stat is
+// the FS's.
+type ioFile struct {
+	iceio.File
+	info fs.FileInfo
+}
+
+func (f ioFile) Stat() (fs.FileInfo, error) { return f.info, nil }
 
 // dirFile is an open folder.
 type dirFile struct {

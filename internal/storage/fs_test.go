@@ -217,3 +217,48 @@ func TestIsURL(t *testing.T) {
 		}
 	}
 }
+
+// TestFSOverListableIO reads through an IO that is not gocloud's (iceberg-go's
+// in-memory one): folders are listed with its WalkDir, one level deep.
+func TestFSOverListableIO(t *testing.T) {
+	ctx := context.Background()
+	bucket := testsvc.UniqueName("mem")
+	mem, err := iceio.LoadFS(ctx, nil, "mem://"+bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"root/t/_delta_log/00000000000000000000.json": "{}",
+		"root/t/part-0.parquet":                       "0123456789",
+		"root/u/_delta_log/00000000000000000000.json": "u",
+	}
+	for k, v := range files {
+		if err := mem.(iceio.WriteFileIO).WriteFile("mem://"+bucket+"/"+k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsys, err := Open(ctx, "mem://"+bucket+"/root", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := fstest.TestFS(fsys, "t/_delta_log/00000000000000000000.json", "t/part-0.parquet",
+		"u/_delta_log/00000000000000000000.json"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := fsys.HasDir("t/_delta_log"); !ok || err != nil {
+		t.Errorf("HasDir(t/_delta_log) = %v, %v", ok, err)
+	}
+	if ok, err := fsys.HasDir("v/_delta_log"); ok || err != nil {
+		t.Errorf("HasDir(v/_delta_log) = %v, %v", ok, err)
+	}
+	empty, err := Open(ctx, "mem://"+bucket+"/nothing", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := empty.Check(ctx); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Check of a root with nothing under it: %v", err)
+	}
+}
