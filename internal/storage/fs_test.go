@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
 
@@ -64,6 +65,16 @@ func TestFSOverMoto(t *testing.T) {
 		t.Errorf("root lists %s, want t,u", got)
 	}
 
+	// A folder is one delimited listing: one request, whatever is below.
+	before := requests(m, bucket)
+	if _, err := fs.ReadDir(fsys, "t/_delta_log"); err != nil {
+		t.Fatal(err)
+	}
+	if got := newRequests(t, m, bucket, before, 1); len(got) != 1 ||
+		!strings.Contains(got[0], "GET /"+bucket+"?") || !strings.Contains(got[0], "delimiter=") {
+		t.Errorf("listing t/_delta_log made the requests %q, want one delimited listing", got)
+	}
+
 	f, err := fsys.Open("t/part-0.parquet")
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +107,34 @@ func TestFSOverMoto(t *testing.T) {
 	}
 	if err := empty.Check(ctx); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Check of a root with nothing under it: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// requests returns the requests moto logged on bucket so far.
+func requests(m *testsvc.MotoServer, bucket string) []string {
+	var out []string
+	for _, line := range strings.Split(m.Logs(), "\n") {
+		if strings.Contains(line, `"GET /`+bucket) || strings.Contains(line, `"HEAD /`+bucket) ||
+			strings.Contains(line, `"PUT /`+bucket) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// newRequests returns the requests on bucket logged after the first n,
+// waiting a moment for at least want of them (moto logs a request after
+// answering it).
+func newRequests(t *testing.T, m *testsvc.MotoServer, bucket string, before []string, want int) []string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got := requests(m, bucket)[len(before):]
+		if len(got) >= want || time.Now().After(deadline) {
+			time.Sleep(100 * time.Millisecond) // and no more than want
+			return requests(m, bucket)[len(before):]
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
