@@ -124,6 +124,14 @@ func TestDeltaFixtures(t *testing.T) {
 		client.Close()
 		mem.AssertSize(t, 0)
 	}()
+	checkDeltaFixtureQueries(t, ctx, client, root)
+}
+
+// checkDeltaFixtureQueries runs every query of the EXPECTED.json files of
+// the Delta fixtures copied under root on flightd, each table served as
+// delta.<folder>, and compares the answers with the peers'.
+func checkDeltaFixtureQueries(t *testing.T, ctx context.Context, client *sluice.Client, root string) {
+	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(root, "*", "EXPECTED.json"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no EXPECTED.json under %s: %v", root, err)
