@@ -12,6 +12,7 @@ import (
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -109,6 +110,19 @@ func storeOf(fsys iceio.IO, location string) store {
 	return st
 }
 
+// credentialsOf returns the S3 credential provider of the store, nil when
+// there is none or it is anonymous (unsigned requests).
+func credentialsOf(st store) aws.CredentialsProvider {
+	if st.s3 == nil {
+		return nil
+	}
+	p := st.s3.Options().Credentials
+	if p == nil || aws.IsCredentialsProvider(p, aws.AnonymousCredentials{}) {
+		return nil
+	}
+	return p
+}
+
 // endpoint returns the S3 endpoint set (empty for AWS's own).
 func (st store) endpoint() string {
 	if st.s3 == nil {
@@ -123,12 +137,13 @@ func (st store) endpoint() string {
 // principal names who the requests are signed as: the S3 access key id,
 // or "" when it is not known.
 func (st store) principal(ctx context.Context) string {
-	if st.s3 == nil || st.s3.Options().Credentials == nil {
+	p := credentialsOf(st)
+	if p == nil {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	creds, err := st.s3.Options().Credentials.Retrieve(ctx)
+	creds, err := p.Retrieve(ctx)
 	if err != nil {
 		return ""
 	}
@@ -178,13 +193,13 @@ func classify(ctx context.Context, st store, location string, err error) error {
 		return &Error{Kind: ErrMisconfigured, Location: location, Reason: "no region is set for S3: set s3.region " +
 			"(or client.region) in the catalog's properties, or AWS_REGION in flightd's environment"}
 	}
-	if st.s3 != nil && st.s3.Options().Credentials != nil {
+	if creds := credentialsOf(st); creds != nil {
 		// A request that could not be signed fails with the credential
 		// chain's error, which may hold anything (the instance metadata
 		// service's 403 or timeout): ask the chain itself. It caches what
 		// it found, so this is cheap when there are credentials.
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, cerr := st.s3.Options().Credentials.Retrieve(cctx)
+		_, cerr := creds.Retrieve(cctx)
 		cancel()
 		if cerr != nil && !errors.Is(cerr, context.Canceled) {
 			return &Error{Kind: ErrMisconfigured, Location: location, Reason: "no S3 credentials were found: set " +
