@@ -243,6 +243,12 @@ func TestDeltaS3(t *testing.T) {
 		wantOutput(t, out, "bucket not found", `"no-such-`+bucket+`" does not exist`, m.Endpoint)
 		wantNot(t, out, "resync")
 
+		// An Iceberg warehouse in a bucket that does not exist, the same.
+		out = refused(t, nil, "--warehouse", "s3://no-such-"+bucket+"/wh", "--catalog-uri",
+			filepath.Join(t.TempDir(), "catalog.db"), "--create-catalog", "--config", deltaS3Config(t, m, m.Endpoint,
+				m.Admin, testsvc.Region, "", nil))
+		wantOutput(t, out, "warehouse s3://no-such-"+bucket+"/wh", "bucket not found")
+
 		out = refused(t, nil, "--warehouse", wh, "--config", deltaS3Config(t, m, m.Endpoint, m.Admin, testsvc.Region,
 			"", map[string]string{"sales.gone": "s3://no-such-" + bucket + "/t"}))
 		wantOutput(t, out, "delta.tables sales.gone", "bucket not found")

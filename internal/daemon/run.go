@@ -43,6 +43,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := logCatalog(cfg, log); err != nil {
 		return err
 	}
+	if err := checkWarehouseStorage(ctx, cfg, log); err != nil {
+		return err
+	}
 	// Nothing listens, and the ready file is not written, until the
 	// catalog is open.
 	cat, err := openCatalog(ctx, cfg, log)

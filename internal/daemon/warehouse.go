@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -55,16 +56,57 @@ func checkProgressDir(cfg Config) error {
 	return nil
 }
 
-// newDeltaTables returns the Delta tables of cfg. Those on object storage
-// are read with the catalog's storage properties, as the catalog's own
-// tables are: merged with its properties file, references resolved.
-func newDeltaTables(ctx context.Context, cfg Config) (*catalog.DeltaTables, error) {
+// storageProperties returns the catalog's properties as its tables' file
+// IO gets them: merged with its properties file, references resolved.
+func storageProperties(cfg Config) (map[string]string, error) {
 	props, err := cfg.Catalog.MergedProperties()
 	if err == nil {
 		props, err = catalog.ResolveProperties(props)
 	}
 	if err != nil {
 		return nil, configError{err}
+	}
+	return props, nil
+}
+
+// checkWarehouseStorage asks the object storage of a warehouse given as a
+// URL (s3://bucket/path) whether it can be read, before the catalog is
+// opened: a bucket that does not exist, refused credentials or a missing
+// region stop flightd, naming the cause (its tables could not be read).
+// Storage that cannot be reached may come back, and a REST catalog's
+// warehouse is the server's (its tables may be read with credentials it
+// vends): those are warnings.
+func checkWarehouseStorage(ctx context.Context, cfg Config, log *slog.Logger) error {
+	wh := cfg.Catalog.Warehouse
+	if !storage.IsURL(wh) {
+		return nil
+	}
+	props, err := storageProperties(cfg)
+	if err != nil {
+		return err
+	}
+	fsys, err := storage.Open(ctx, wh, props)
+	if err == nil {
+		err = fsys.Check(ctx)
+	}
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return nil // nothing under it yet is a new warehouse
+	case cfg.Catalog.Type == catalog.TypeREST || errors.Is(err, storage.ErrUnavailable):
+		log.Warn("the warehouse's storage cannot be read now; reads of its tables fail until it can",
+			"warehouse", wh, "error", err)
+		return nil
+	}
+	return fmt.Errorf("%w: warehouse %s: %w", ErrConfig, wh, err)
+}
+
+// newDeltaTables returns the Delta tables of cfg. Those on object storage
+// are read with the catalog's storage properties, as the catalog's own
+// tables are.
+func newDeltaTables(ctx context.Context, cfg Config) (*catalog.DeltaTables, error) {
+	props, err := storageProperties(cfg)
+	if err != nil {
+		return nil, err
 	}
 	// Their requests outlive ctx: a stop lets running reads finish
 	// (ShutdownTimeout) rather than cut their storage requests short.

@@ -329,7 +329,7 @@ func bucketMissing(st store, location string, err error) error {
 	if e := st.endpoint(); e != "" {
 		reason += " at " + e
 	}
-	return &Error{Kind: ErrBucketNotFound, Location: location, Reason: reason + ": check the table's location " +
+	return &Error{Kind: ErrBucketNotFound, Location: location, Reason: reason + ": check the location " +
 		"and the storage endpoint", Err: err}
 }
 
