@@ -72,13 +72,13 @@ func storageProperties(cfg Config) (map[string]string, error) {
 // checkWarehouseStorage asks the object storage of a warehouse given as a
 // URL (s3://bucket/path) whether it can be read, before the catalog is
 // opened: a bucket that does not exist, refused credentials or a missing
-// region stop flightd, naming the cause (its tables could not be read).
-// Storage that cannot be reached may come back, and a REST catalog's
-// warehouse is the server's (its tables may be read with credentials it
-// vends): those are warnings.
+// region stop flightd, naming the cause (its tables could not be read);
+// storage that cannot be reached may come back: a warning. A REST
+// catalog's warehouse is the server's, and its tables are read with the
+// locations and credentials it gives per table: not checked.
 func checkWarehouseStorage(ctx context.Context, cfg Config, log *slog.Logger) error {
 	wh := cfg.Catalog.Warehouse
-	if !storage.IsURL(wh) {
+	if !storage.IsURL(wh) || cfg.Catalog.Type == catalog.TypeREST {
 		return nil
 	}
 	props, err := storageProperties(cfg)
@@ -92,7 +92,7 @@ func checkWarehouseStorage(ctx context.Context, cfg Config, log *slog.Logger) er
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist):
 		return nil // nothing under it yet is a new warehouse
-	case cfg.Catalog.Type == catalog.TypeREST || errors.Is(err, storage.ErrUnavailable):
+	case errors.Is(err, storage.ErrUnavailable):
 		log.Warn("the warehouse's storage cannot be read now; reads of its tables fail until it can",
 			"warehouse", wh, "error", err)
 		return nil
