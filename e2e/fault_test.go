@@ -410,8 +410,21 @@ func TestFaultCatalogUnavailable(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.break_(t, fix.Catalog, saved)
+			// commit_seq of a followed table answers from the follow
+			// streams' shared poll while that is less than a poll interval
+			// old: it turns Unavailable once the poll fails.
+			broken := time.Now()
+			for {
+				_, err := c.CommitSeq(ctx, eventsTable)
+				if sluice.Code(err) == codes.Unavailable {
+					break
+				}
+				if time.Since(broken) > 10*time.Second {
+					t.Fatalf("commit_seq 10s after the catalog went: %v, want Unavailable", err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 			for _, call := range []func() error{
-				func() error { _, err := c.CommitSeq(ctx, eventsTable); return err },
 				func() error { _, err := c.ListTables(ctx); return err },
 				func() error { return readAll(ctx, c, sluice.ChangeRequest{Table: eventsTable}).err },
 			} {
