@@ -38,10 +38,18 @@ func (c *countingTables) LoadTable(ctx context.Context, name string) (*table.Tab
 
 // follower is one follow stream run by followAll.
 type follower struct {
-	ids     []int64 // the ids of the rows, in order
+	mu      sync.Mutex // guards ids while the stream runs
+	ids     []int64    // the ids of the rows, in order
 	retries atomic.Int64
 	err     error
 	cancel  context.CancelFunc
+}
+
+// got returns the ids the stream has been sent so far.
+func (f *follower) got() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ids)
 }
 
 // followAll starts n follow streams of the table from its latest snapshot;
@@ -81,14 +89,17 @@ func followAll(ctx context.Context, eng *feed.Engine, n, want int, opts feed.Fol
 				}
 				rec := ev.Batch.Record
 				after := rec.Column(2).(*array.Struct)
+				f.mu.Lock()
 				for r := range int(rec.NumRows()) {
 					f.ids = append(f.ids, after.Field(0).(*array.Int64).Value(r))
 				}
+				got := slices.Clone(f.ids)
+				f.mu.Unlock()
 				rec.Release()
-				if stop != nil && stop(i, f.ids) {
+				if stop != nil && stop(i, got) {
 					cancel()
 				}
-				if len(f.ids) >= want {
+				if len(got) >= want {
 					return
 				}
 			}
@@ -304,4 +315,45 @@ func TestWatcherFreshAndPoke(t *testing.T) {
 		t.Fatalf("status %+v, %v after %d loads; want commit_seq 2 from a load of its own", st, err,
 			tables.loads.Load())
 	}
+}
+
+// TestWatcherShortestIntervalWins: streams of one table that ask for
+// different poll intervals share the shortest: a stream asking for an hour
+// sees a commit as soon as one asking for 50ms does; when the fast stream
+// leaves, the slow one's interval rules.
+func TestWatcherShortestIntervalWins(t *testing.T) {
+	h := newHistory(t, 1, 1)
+	leaks := goleak.IgnoreCurrent()
+	tables := &countingTables{Tables: h.cat}
+	eng := feed.New(tables, feed.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	slowOpts := feed.FollowOptions{PollInterval: time.Hour, HeartbeatInterval: 20 * time.Millisecond}
+	fastOpts := feed.FollowOptions{PollInterval: 50 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond}
+	slow, slowStarted, slowDone := followAll(ctx, eng, 1, 2, slowOpts, nil)
+	fast, fastStarted, fastDone := followAll(ctx, eng, 1, 1, fastOpts, nil)
+	slowStarted.Wait()
+	fastStarted.Wait()
+	h.appendRows(t, []tablewrite.Row{{"id": 8}})
+	fastDone.Wait()
+	if f := fast[0]; f.err != nil || fmt.Sprint(f.ids) != "[8]" {
+		t.Fatalf("the fast stream: ids %v, err %v", f.ids, f.err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(slow[0].got()) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream asking for an hour did not get the commit the 50ms poll found")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The fast stream gone, the watcher polls hourly: no more loads.
+	time.Sleep(100 * time.Millisecond)
+	n := tables.loads.Load()
+	time.Sleep(500 * time.Millisecond)
+	if m := tables.loads.Load(); m != n {
+		t.Fatalf("%d loads in 500ms with only a stream asking for an hourly poll", m-n)
+	}
+	slow[0].cancel()
+	slowDone.Wait()
+	goleak.VerifyNone(t, leaks)
 }
