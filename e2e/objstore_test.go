@@ -432,6 +432,25 @@ func (s *subscription) until(t *testing.T, snapshot int64, timeout time.Duration
 				return out
 			}
 		case err := <-s.done:
+			// The stream ended: the batches it sent before are still
+			// queued (select picks among ready cases at random). Put the
+			// end back for the caller, then read what is left.
+			s.done <- err
+			for {
+				select {
+				case b := <-s.batches:
+					if b.meta.Heartbeat {
+						continue
+					}
+					out = append(out, b.changes...)
+					if b.meta.SnapshotComplete && b.meta.Snapshot == snapshot {
+						return out
+					}
+					continue
+				default:
+				}
+				break
+			}
 			t.Fatalf("the stream ended before snapshot %d completed: %v", snapshot, err)
 		case <-deadline:
 			t.Fatalf("snapshot %d did not complete within %s", snapshot, timeout)
