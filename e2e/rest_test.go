@@ -237,6 +237,24 @@ func TestS3RESTVendedCredentials(t *testing.T) {
 			t.Errorf("%v: want missing credentials, not an unreadable file", err)
 		}
 	})
+	// No key in flightd's configuration, nothing vended: the AWS default
+	// credential chain finds one, in the environment or in the shared
+	// credentials file (the first two links of the chain).
+	reader := m.CreateUser(t, "chain-reader", testsvc.BucketPolicy(bucket))
+	t.Run("default chain, environment", func(t *testing.T) {
+		t.Setenv("AWS_ACCESS_KEY_ID", reader.AccessKeyID)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", reader.SecretAccessKey)
+		checkEachSnapshot(t, ctx, start(t, testsvc.Key{}), table, o)
+	})
+	t.Run("default chain, shared credentials file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "credentials")
+		if err := os.WriteFile(file, []byte("[default]\naws_access_key_id = "+reader.AccessKeyID+
+			"\naws_secret_access_key = "+reader.SecretAccessKey+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("AWS_SHARED_CREDENTIALS_FILE", file)
+		checkEachSnapshot(t, ctx, start(t, testsvc.Key{}), table, o)
+	})
 	t.Run("wrong secret", func(t *testing.T) {
 		c := start(t, testsvc.Key{AccessKeyID: m.Admin.AccessKeyID, SecretAccessKey: "not-the-secret"})
 		_, err := readChanges(ctx, c, o.Columns, full)
