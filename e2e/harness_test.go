@@ -18,6 +18,7 @@ import (
 	"time"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
+	"github.com/sluicefeed/sluice/internal/testsvc"
 )
 
 // flightdBin is the flightd binary built for this run.
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	testsvc.StopShared()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -76,7 +76,24 @@ func RESTCatalog(t testing.TB, opts RESTOptions) *RESTServer {
 var sharedREST struct {
 	once sync.Once
 	rest *RESTServer
+	dir  string
 	err  error
+}
+
+// StopShared stops the test binary's shared services (SharedRESTCatalog,
+// SharedMoto) and removes their files. A TestMain calls it after m.Run;
+// without it the processes still end with the test binary (Pdeathsig), but
+// the REST server's folder stays in the system's temporary directory.
+func StopShared() {
+	if r := sharedREST.rest; r != nil {
+		r.Stop()
+	}
+	if sharedREST.dir != "" {
+		_ = os.RemoveAll(sharedREST.dir)
+	}
+	if m := shared.moto; m != nil {
+		m.Stop()
+	}
 }
 
 // SharedRESTCatalog returns the test binary's one REST catalog server on
@@ -93,6 +110,7 @@ func SharedRESTCatalog(t testing.TB) *RESTServer {
 			sharedREST.err = err
 			return
 		}
+		sharedREST.dir = dir
 		sharedREST.rest, sharedREST.err = startREST(dir, RESTOptions{Moto: m})
 	})
 	if sharedREST.err != nil {
