@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"sync"
 
 	"github.com/apache/iceberg-go"
@@ -65,35 +64,16 @@ func (s *DeltaSource) reset(ctx context.Context) error {
 	if err != nil {
 		return deltaError(s.name, err)
 	}
-	origin, err := s.originOf()
+	vs, err := log.Versions(ctx)
 	if err != nil {
-		return err
+		return deltaError(s.name, err)
 	}
 	g := &deltaGen{log: log, fsys: s.fsys, name: s.name, infos: map[int64]Snapshot{},
 		schemas: map[string]*deltaSchema{}}
 	s.mu.Lock()
-	s.origin, s.gen = origin, g
+	s.origin, s.gen = vs.Origin, g
 	s.mu.Unlock()
 	return nil
-}
-
-// originOf identifies the table in the folder now: its oldest log file.
-func (s *DeltaSource) originOf() (string, error) {
-	entries, err := fs.ReadDir(s.fsys, "_delta_log")
-	if err != nil {
-		return "", deltaError(s.name, err)
-	}
-	for _, e := range entries { // sorted by name: the oldest version first
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") && !strings.HasSuffix(e.Name(), ".parquet") {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue // removed meanwhile (log cleanup)
-		}
-		return fmt.Sprintf("%s/%d/%d", e.Name(), info.Size(), info.ModTime().UnixNano()), nil
-	}
-	return "", nil
 }
 
 // Load returns the table's current state: its versions and their commits,
@@ -101,32 +81,33 @@ func (s *DeltaSource) originOf() (string, error) {
 // read before (deleted and created again), what was read of the old one
 // is dropped first: versions of the two are unrelated.
 func (s *DeltaSource) Load(ctx context.Context) (Table, error) {
-	origin, err := s.originOf()
-	if err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
-	changed := origin != s.origin
+	g, origin := s.gen, s.origin
 	s.mu.Unlock()
-	if changed {
+	// One listing of the log tells both the versions and whether the
+	// folder still holds the same table.
+	vs, err := g.log.Versions(ctx)
+	if err != nil {
+		return nil, deltaError(g.name, err)
+	}
+	if vs.Origin != origin {
 		// Log cleanup also changes the oldest file: starting over then
 		// costs reads, never a wrong answer.
 		if err := s.reset(ctx); err != nil {
 			return nil, err
 		}
+		s.mu.Lock()
+		g = s.gen
+		s.mu.Unlock()
+		if vs, err = g.log.Versions(ctx); err != nil {
+			return nil, deltaError(g.name, err)
+		}
 	}
-	s.mu.Lock()
-	g := s.gen
-	s.mu.Unlock()
-	return g.load(ctx)
+	return g.load(ctx, vs)
 }
 
-// load reads the table's current state.
-func (g *deltaGen) load(ctx context.Context) (Table, error) {
-	vs, err := g.log.Versions(ctx)
-	if err != nil {
-		return nil, deltaError(g.name, err)
-	}
+// load reads the table's current state, whose log listing is vs.
+func (g *deltaGen) load(ctx context.Context, vs delta.Versions) (Table, error) {
 	// The lineage starts at the oldest version whose commit is there, with
 	// every later one: its changes can be read without the state before
 	// it. When log cleanup left only a checkpoint of the oldest readable

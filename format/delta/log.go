@@ -109,6 +109,11 @@ type Versions struct {
 	// history is readable); otherwise the oldest version v whose state can
 	// be rebuilt (a checkpoint at v) with every commit v+1..Latest present.
 	EarliestStart int64
+	// Origin identifies the log's oldest file (its name, size and
+	// modification time, from the same listing): a table deleted and
+	// created again in the same folder has another one, and so has a log
+	// whose oldest files were cleaned up.
+	Origin string
 }
 
 // Versions lists the log (again on each call: tables change) and returns
@@ -128,7 +133,7 @@ func (t *Table) Versions(ctx context.Context) (Versions, error) {
 		return Versions{}, fmt.Errorf("%w: table %q: no checkpoint is followed by every commit up to the latest version %d (oldest commit %d)",
 			ErrCorrupt, t.name, latest, l.oldestCommit())
 	}
-	return Versions{Latest: latest, EarliestStart: es}, nil
+	return Versions{Latest: latest, EarliestStart: es, Origin: l.origin}, nil
 }
 
 // schemeRE matches a URI scheme (RFC 3986) at the start of a path.

@@ -49,6 +49,9 @@ type listing struct {
 	commits []int64
 	// checkpoints are the complete checkpoints, one per version, ascending.
 	checkpoints []*checkpoint
+	// origin is the oldest .json or .parquet file of the log: its name,
+	// size and modification time (see Versions.Origin).
+	origin string
 }
 
 // commitFile returns the path of version v's commit file under the table
@@ -146,6 +149,12 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 	for _, e := range entries {
 		if e.IsDir() {
 			continue
+		}
+		if l.origin == "" && (strings.HasSuffix(e.Name(), ".json") || strings.HasSuffix(e.Name(), ".parquet")) {
+			// fs.ReadDir sorts by name: the oldest file comes first.
+			if info, err := e.Info(); err == nil {
+				l.origin = fmt.Sprintf("%s/%d/%d", e.Name(), info.Size(), info.ModTime().UnixNano())
+			}
 		}
 		n, ok := parseLogName(e.Name())
 		if !ok {

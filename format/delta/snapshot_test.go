@@ -301,7 +301,7 @@ func TestSnapshotAfterCleanup(t *testing.T) {
 		}
 	}
 	vs, err := tbl.Versions(ctx)
-	if err != nil || vs != (Versions{Latest: 6, EarliestStart: 4}) {
+	if err != nil || vs.Latest != 6 || vs.EarliestStart != 4 {
 		t.Errorf("Versions = %+v, %v", vs, err)
 	}
 	// Cached versions stay readable: they are immutable.
@@ -342,7 +342,7 @@ func TestSnapshotIgnoresCompaction(t *testing.T) {
 		}
 	}
 	vs, err := changed.Versions(ctx)
-	if err != nil || vs != (Versions{Latest: 4, EarliestStart: -1}) {
+	if err != nil || vs.Latest != 4 || vs.EarliestStart != -1 {
 		t.Errorf("Versions = %+v, %v", vs, err)
 	}
 }
