@@ -218,6 +218,10 @@ func (c *Catalog) Config() Config {
 	return cfg
 }
 
+// File returns the SQLite file of an sql catalog (a local path), "" for
+// the other types.
+func (c *Catalog) File() string { return c.file }
+
 // Iceberg returns the underlying iceberg-go catalog, for writers (the demo,
 // tests) that create and commit to tables.
 func (c *Catalog) Iceberg() icecatalog.Catalog {

@@ -322,6 +322,23 @@ func (d *DeltaTables) Has(name string) bool {
 	return has || err != nil
 }
 
+// LocalDir returns the root folder of the Delta table name when it is a
+// local folder, asking no object storage; false for a table on object
+// storage (or under a root there) and for a name that is no Delta table.
+func (d *DeltaTables) LocalDir(name string) (string, bool) {
+	if loc, ok := d.cfg.Tables[name]; ok {
+		if storage.IsURL(loc) {
+			return "", false
+		}
+		dir, err := localPath(loc)
+		return dir, err == nil
+	}
+	if d.cfg.Root == "" || storage.IsURL(d.cfg.Root) || !d.Has(name) {
+		return "", false
+	}
+	return filepath.Join(d.cfg.Root, strings.TrimPrefix(name, DeltaNamespace+".")), true
+}
+
 // Locate returns where the Delta table name is (ErrTableNotFound when
 // there is none).
 func (d *DeltaTables) Locate(name string) (*DeltaLocation, error) {

@@ -207,6 +207,14 @@ func (w *watcher) wake() {
 // due, and publishes each load's state, until ctx ends.
 func (w *watcher) run(ctx context.Context) {
 	defer close(w.done)
+	// Changes that can be watched poke the watcher from the start (before
+	// the first load), until the watcher stops: stop returns before done
+	// is closed, so the notification ends with the watcher.
+	if n, ok := w.e.tables.(ChangeNotifier); ok {
+		if stop := n.NotifyChanges(w.table, w.poke); stop != nil {
+			defer stop()
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -261,11 +269,37 @@ func (e *Engine) Poke(table string) {
 	e.watchMu.Lock()
 	w := e.watchers[table]
 	e.watchMu.Unlock()
-	if w == nil {
-		return
+	if w != nil {
+		w.poke()
 	}
+}
+
+// poke marks the latest state stale and wakes the poller: a subscriber
+// waiting for a newer state gets one loaded at once. A poke while a load
+// runs makes the state that load publishes stale (it started before the
+// poke), so the waiting subscribers get one more load after it: the last
+// of a burst of pokes is always followed by a load that started after it.
+func (w *watcher) poke() {
 	w.mu.Lock()
 	w.pokedAt = time.Now()
 	w.mu.Unlock()
 	w.wake()
+}
+
+// ChangeNotifier is an optional interface of Tables for those that can
+// tell when a table may have changed (a file notification on a local
+// catalog file or metadata folder): the engine then calls Poke's hook, and
+// a commit reaches the table's follow streams and WatchCommits calls at
+// once rather than at the next poll. Polling goes on as before: a
+// notification only makes a load come sooner.
+type ChangeNotifier interface {
+	// NotifyChanges starts calling changed, from any goroutine and any
+	// number of times, whenever the table may have changed, until stop is
+	// called; stop stops the calls before it returns. The engine calls it
+	// when a table's watcher starts (the first follow stream or
+	// WatchCommits of the table) and stops it when the watcher stops. It
+	// returns nil when the table's changes cannot be watched (polling
+	// alone finds them); it must never block long nor fail the table's
+	// streams.
+	NotifyChanges(table string, changed func()) (stop func())
 }

@@ -357,3 +357,88 @@ func TestWatcherShortestIntervalWins(t *testing.T) {
 	slowDone.Wait()
 	goleak.VerifyNone(t, leaks)
 }
+
+// notifyingTables is countingTables that tells of changes (a
+// feed.ChangeNotifier): it records the running notifications.
+type notifyingTables struct {
+	*countingTables
+	mu      sync.Mutex
+	changed map[string]func() // by table, while notified
+	starts  atomic.Int64
+}
+
+func (n *notifyingTables) NotifyChanges(table string, changed func()) func() {
+	n.starts.Add(1)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.changed[table] != nil {
+		panic("a second notification of " + table + " while the first runs")
+	}
+	n.changed[table] = changed
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.changed, table)
+	}
+}
+
+func (n *notifyingTables) notify(table string) bool {
+	n.mu.Lock()
+	fn := n.changed[table]
+	n.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return fn != nil
+}
+
+// TestWatcherChangeNotifier: Tables that are a ChangeNotifier are asked to
+// notify a table's changes once for all its streams, from its watcher's
+// start to its stop; a notification loads the table at once, so a commit
+// reaches the streams without waiting for the poll interval, and a burst
+// of notifications during a load makes one more load, not one each.
+func TestWatcherChangeNotifier(t *testing.T) {
+	h := newHistory(t, 1, 1)
+	leaks := goleak.IgnoreCurrent()
+	tables := &notifyingTables{countingTables: &countingTables{Tables: h.cat}, changed: map[string]func(){}}
+	eng := feed.New(tables, feed.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// An interval so long that only a first load, and notifications, load
+	// the table.
+	opts := feed.FollowOptions{PollInterval: time.Hour, HeartbeatInterval: 20 * time.Millisecond}
+	streams, started, done := followAll(ctx, eng, 3, 2, opts, nil)
+	started.Wait()
+	if n := tables.starts.Load(); n != 1 {
+		t.Fatalf("3 streams of one table started %d notifications, want 1", n)
+	}
+	for i, id := range []int64{5, 6} {
+		h.appendRows(t, []tablewrite.Row{{"id": id}})
+		before := tables.loads.Load()
+		for range 20 { // a burst
+			if !tables.notify(tableName) {
+				t.Fatal("no notification runs while the table is followed")
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !slices.Contains(streams[0].got(), id) {
+			if time.Now().After(deadline) {
+				t.Fatalf("commit %d: not streamed 10s after its notification", i+1)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if n := tables.loads.Load() - before; n > 3 {
+			t.Fatalf("a burst of 20 notifications made %d loads", n)
+		}
+	}
+	done.Wait()
+	for i, f := range streams {
+		if f.err != nil || fmt.Sprint(f.ids) != "[5 6]" {
+			t.Fatalf("stream %d: ids %v, err %v; want the notified commits", i, f.ids, f.err)
+		}
+	}
+	if tables.notify(tableName) {
+		t.Fatal("the notification still runs after the last stream ended")
+	}
+	goleak.VerifyNone(t, leaks)
+}

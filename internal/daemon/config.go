@@ -154,6 +154,13 @@ type FollowConfig struct {
 	// MaxBackoff bounds the wait between polls while the catalog fails; the
 	// wait doubles from PollInterval (--max-backoff). Default 30s.
 	MaxBackoff time.Duration `yaml:"max_backoff"`
+	// WatchFiles makes a followed table's commits known at once from file
+	// notifications where they can be watched (--watch-files, default
+	// true): the SQLite file of a local sql catalog, the metadata folder
+	// of a local hadoop table, the _delta_log folder of a local Delta
+	// table. Polling goes on as the fallback, and alone for rest catalogs
+	// and object storage.
+	WatchFiles bool `yaml:"watch_files"`
 }
 
 // ProgressConfig selects the consumer progress store.
@@ -248,6 +255,7 @@ func DefaultConfig() Config {
 			PollInterval:      server.DefaultPollInterval,
 			HeartbeatInterval: server.DefaultHeartbeatInterval,
 			MaxBackoff:        server.DefaultMaxBackoff,
+			WatchFiles:        true,
 		},
 	}
 }

@@ -109,6 +109,8 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	dur(&c.Follow.PollInterval, "poll-interval", "how often follow streams poll a table for new commits")
 	dur(&c.Follow.HeartbeatInterval, "heartbeat-interval", "how long an idle follow stream waits before a heartbeat batch")
 	dur(&c.Follow.MaxBackoff, "max-backoff", "longest wait between polls while the catalog fails")
+	fs.BoolVar(&c.Follow.WatchFiles, "watch-files", c.Follow.WatchFiles,
+		"learn of commits to local tables from file notifications at once, not only by polling")
 	fs.StringVar(&c.Auth.Mode, "auth-mode", c.Auth.Mode, "authentication: off (loopback only), token, basic, token,basic, mtls")
 	fs.StringVar(&c.Auth.TokensFile, "auth-tokens-file", c.Auth.TokensFile, "YAML file of hashed bearer tokens")
 	fs.StringVar(&c.Auth.UsersFile, "auth-users-file", c.Auth.UsersFile, "YAML file of users and bcrypt hashes (basic auth)")
@@ -342,6 +344,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_DEMO":                 &cfg.Demo,
 		"SLUICE_CREATE_CATALOG":       &cfg.Catalog.Create,
 		"SLUICE_ALLOW_PUBLIC_METRICS": &cfg.AllowPublicMetrics,
+		"SLUICE_WATCH_FILES":          &cfg.Follow.WatchFiles,
 	}
 	for k, p := range bools {
 		if v, ok := env[k]; ok {

@@ -86,6 +86,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 			return err
 		}
 	}
+	if cfg.Follow.WatchFiles {
+		tables.notify = newFileNotifier(cfg, cat, tables.delta, log)
+		defer tables.notify.Close()
+	}
 	engine := feed.New(tables, feed.Options{
 		ReadConcurrency: cfg.Engine.ReadConcurrency,
 		MaxBatchRows:    cfg.Engine.MaxBatchRows,

@@ -130,6 +130,9 @@ type suggestingTables struct {
 	// checked is when each Delta table's name was last found free in the
 	// Iceberg catalog.
 	checked map[string]time.Time
+	// notify tells of the commits to followed tables from file
+	// notifications (nil: --watch-files=false).
+	notify *fileNotifier
 }
 
 // nameCheckInterval is how often a Delta table's name is looked up in the
