@@ -29,6 +29,15 @@ BUF := $(BIN)/buf-$(BUF_VERSION)
 PLUGINS := $(BIN)/.plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
+# Storage emulators of the GCS and Azure tests (internal/testsvc): fake-gcs-server
+# built from its Go module into .tmp/bin, Azurite installed by npm into .tmp/.
+FAKE_GCS_VERSION := v1.56.1
+FAKE_GCS := $(BIN)/fake-gcs-server-$(FAKE_GCS_VERSION)
+AZURITE_VERSION := 3.37.0
+AZURITE_DIR := $(TMP)/azurite-$(AZURITE_VERSION)
+AZURITE := $(AZURITE_DIR)/node_modules/.bin/azurite-blob
+EMULATORS_ENV = SLUICE_FAKE_GCS=$(FAKE_GCS) SLUICE_AZURITE=$(AZURITE)
+
 # Pinned Python packages: the demo's (pandas for .to_pandas()), then the
 # tests' on top. pandas 3 needs Python 3.11 or newer.
 PY_DEMO_PACKAGES := pyarrow==26.0.1 pandas==3.1.1
@@ -50,7 +59,7 @@ FUZZTIME ?= 30s
 
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build run replicas demo venv venv-demo tools plugins protoc postgresql java restcatalog generate checkgenerate lint checkfmt checkfuzz \
+.PHONY: all build run replicas demo venv venv-demo tools plugins protoc postgresql java restcatalog fake-gcs-server azurite generate checkgenerate lint checkfmt checkfuzz \
 	checkversion fmt test test-unit test-python test-e2e test-long bench load fuzz static image dist check-dist clean \
 	delta-fixtures
 
@@ -166,6 +175,21 @@ $(REST_CLASSPATH): internal/testsvc/restcatalog/pom.xml | java
 		-Dmdep.outputFile=$@.tmp
 	mv $@.tmp $@
 
+## fake-gcs-server: fake-gcs-server (pinned, built from its Go module into .tmp/bin), the GCS of the storage tests
+fake-gcs-server: $(FAKE_GCS)
+$(FAKE_GCS):
+	GOBIN=$(BIN)/.fake-gcs-server $(GO) install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_VERSION)
+	mv $(BIN)/.fake-gcs-server/fake-gcs-server $@ && rmdir $(BIN)/.fake-gcs-server
+
+## azurite: Azurite (pinned npm package, installed into .tmp/; needs Node.js 18 or newer), the Azure Blob Storage of the storage tests
+azurite: $(AZURITE)
+$(AZURITE):
+	@command -v npm >/dev/null 2>&1 || { echo "make: the Azure storage tests run Azurite, an npm package: they need" \
+		"Node.js 18 or newer and npm (Debian, Ubuntu: sudo apt-get install nodejs npm; macOS: brew install node)"; exit 1; }
+	rm -rf $(AZURITE_DIR) && mkdir -p $(AZURITE_DIR) && echo '{"private": true}' > $(AZURITE_DIR)/package.json
+	cd $(AZURITE_DIR) && npm install --no-audit --no-fund --silent azurite@$(AZURITE_VERSION)
+	test -x $@
+
 ## generate: buf lint, then regenerate gen/ from proto/ (local plugins, no network)
 generate: $(BUF) $(PLUGINS)
 	$(BUF) lint
@@ -212,12 +236,12 @@ checkversion: build venv-demo
 # Go builds the plugins and flightd (the CPU); then the checks and the tests
 # run one after another.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc postgresql restcatalog $(PLUGINS) build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc postgresql restcatalog fake-gcs-server azurite $(PLUGINS) build
 	@$(MAKE) --no-print-directory checkgenerate checkfmt checkversion test-unit test-python test-e2e
 
-## test-unit: Go unit tests with the race detector (the venv and the REST catalog's classpath: some start moto's S3 server or the REST catalog, internal/testsvc)
-test-unit: venv restcatalog
-	SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(GO) test -race -count=1 -timeout 30m $(UNIT_PKGS)
+## test-unit: Go unit tests with the race detector (the venv, the REST catalog's classpath and the storage emulators: some start moto's S3 server, fake-gcs-server, Azurite or the REST catalog, internal/testsvc)
+test-unit: venv restcatalog fake-gcs-server azurite
+	SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(EMULATORS_ENV) $(GO) test -race -count=1 -timeout 30m $(UNIT_PKGS)
 
 ## test-long: the engine's oracle on many more random histories (SEEDS per configuration)
 SEEDS ?= 25
@@ -230,8 +254,8 @@ test-python: venv
 	cd clients/python && $(PY) -m pytest -q -p no:cacheprovider tests
 
 ## test-e2e: real flightd processes read by the Go and pyarrow clients (and replicas sharing a PostgreSQL; tables on moto's S3 behind Apache Iceberg's REST catalog server)
-test-e2e: venv postgresql restcatalog
-	SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(GO) test -count=1 -timeout 20m ./e2e/...
+test-e2e: venv postgresql restcatalog fake-gcs-server azurite
+	SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(EMULATORS_ENV) $(GO) test -count=1 -timeout 20m ./e2e/...
 
 ## bench: the benchmarks: workloads, every arm in one run, docs/BENCHMARKS.md (RUNS, BIG_ROWS)
 RUNS ?= 5

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,11 +22,13 @@ import (
 	"github.com/aws/smithy-go"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+	"google.golang.org/api/googleapi"
 )
 
 // Sentinel errors of the storage layer. Errors that wrap one of them are
-// *Error values naming the object or folder, the bucket, and (for S3) the
-// access key id the request was signed with, never the secret.
+// *Error values naming the object or folder, the bucket, and who the
+// request was made as where that is known (S3's access key id, Azure's
+// storage account, the principal a GCS refusal names), never a secret.
 var (
 	// ErrBucketNotFound reports a bucket (or container) that does not
 	// exist: every object in it reads as missing, which is not the same
@@ -76,6 +82,17 @@ func brief(err error) string {
 		}
 		return ae.ErrorCode()
 	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("HTTP %d %s", re.StatusCode, re.ErrorCode)
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		if ge.Message != "" {
+			return fmt.Sprintf("HTTP %d: %s", ge.Code, ge.Message)
+		}
+		return fmt.Sprintf("HTTP %d", ge.Code)
+	}
 	var oe *net.OpError
 	if errors.As(err, &oe) {
 		return oe.Error()
@@ -87,10 +104,26 @@ func brief(err error) string {
 // location is on.
 type store struct {
 	scheme, bucket string
+	// authority is the URL's host part: the bucket, or for Azure
+	// container@account.host.
+	authority string
+	// account is the Azure storage account ("" for other stores).
+	account string
 	// b is the bucket, nil when the IO is not gocloud's.
 	b *blob.Bucket
 	// s3 is the S3 client behind b, nil for other stores.
 	s3 *s3.Client
+	// az is the Azure container client behind b, nil for other stores.
+	az *container.Client
+}
+
+// isAzure reports whether the scheme is one of Azure's.
+func isAzure(scheme string) bool {
+	switch scheme {
+	case "abfs", "abfss", "wasb", "wasbs":
+		return true
+	}
+	return false
 }
 
 // storeOf returns the store of an IO and a location read through it.
@@ -98,13 +131,24 @@ func storeOf(fsys iceio.IO, location string) store {
 	st := store{}
 	if scheme, rest, ok := strings.Cut(location, "://"); ok {
 		st.scheme = strings.ToLower(scheme)
-		st.bucket, _, _ = strings.Cut(rest, "/")
+		st.authority, _, _ = strings.Cut(rest, "/")
+		st.bucket = st.authority
+		if isAzure(st.scheme) {
+			// container@account.dfs.core.windows.net
+			if c, host, ok := strings.Cut(st.authority, "@"); ok {
+				st.bucket = c
+				st.account, _, _ = strings.Cut(host, ".")
+			}
+		}
 	}
 	if fio, ok := fsys.(*blobfs.FileIO); ok && fio.Bucket != nil {
 		st.b = fio.Bucket
 		var c *s3.Client
+		var az *container.Client
 		if st.b.As(&c) {
 			st.s3 = c
+		} else if st.b.As(&az) {
+			st.az = az
 		}
 	}
 	return st
@@ -123,8 +167,15 @@ func credentialsOf(st store) aws.CredentialsProvider {
 	return p
 }
 
-// endpoint returns the S3 endpoint set (empty for AWS's own).
+// endpoint returns the endpoint set for S3 (empty for AWS's own), or the
+// Azure blob service's scheme and host; "" when it is not known.
 func (st store) endpoint() string {
+	if st.az != nil {
+		if u, err := url.Parse(st.az.URL()); err == nil {
+			return u.Scheme + "://" + u.Host
+		}
+		return ""
+	}
 	if st.s3 == nil {
 		return ""
 	}
@@ -159,8 +210,7 @@ func (st store) as(ctx context.Context) string {
 
 // bucketWord is what the store calls a bucket.
 func (st store) bucketWord() string {
-	switch st.scheme {
-	case "abfs", "abfss", "wasb", "wasbs":
+	if isAzure(st.scheme) {
 		return "container"
 	}
 	return "bucket"
@@ -213,6 +263,9 @@ func classify(ctx context.Context, st store, location string, err error) error {
 			return e
 		}
 	}
+	if e := classifyHTTP(ctx, st, location, err); e != nil {
+		return e
+	}
 	switch code := gcerrors.Code(err); {
 	case code == gcerrors.NotFound || errors.Is(err, fs.ErrNotExist):
 		return checkBucket(ctx, st, location, err)
@@ -235,6 +288,52 @@ func classify(ctx context.Context, st store, location string, err error) error {
 			Reason: fmt.Sprintf("the storage answered HTTP %d", re.HTTPStatusCode()), Err: err}
 	}
 	return err
+}
+
+// classifyHTTP classifies an Azure or GCS error by its HTTP status and
+// code (nil: not by them). gocloud's codes alone are not enough: Azure's
+// 403 AuthorizationFailure is Unknown to it, GCS's 403 is NotFound.
+func classifyHTTP(ctx context.Context, st store, location string, err error) error {
+	status := 0
+	var re *azcore.ResponseError
+	var ge *googleapi.Error
+	switch {
+	case errors.As(err, &re):
+		status = re.StatusCode
+		if re.ErrorCode == "ContainerNotFound" {
+			remember(st, false)
+			return bucketMissing(st, location, err)
+		}
+	case errors.As(err, &ge):
+		status = ge.Code
+	case errors.Is(err, storage.ErrBucketNotExist):
+		remember(st, false)
+		return bucketMissing(st, location, err)
+	default:
+		return nil
+	}
+	switch {
+	case status == 401 || status == 403:
+		return denied(ctx, st, location, err)
+	case status == 429 || status >= 500:
+		return &Error{Kind: ErrUnavailable, Location: location,
+			Reason: fmt.Sprintf("the storage answered HTTP %d", status), Err: err}
+	}
+	return nil
+}
+
+// deniedStatus reports whether err is an Azure or GCS refusal (HTTP 401
+// or 403).
+func deniedStatus(err error) bool {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode == 401 || re.StatusCode == 403
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		return ge.Code == 401 || ge.Code == 403
+	}
+	return false
 }
 
 // apiError returns the S3 (smithy) API error in err's chain, or nil.
@@ -299,7 +398,7 @@ func orUnknown(principal string) string {
 // a one-item listing of the object's key tells an unknown key, a bad
 // secret and a missing bucket from a refused read.
 func denied(ctx context.Context, st store, location string, err error) error {
-	if ae := apiError(err); (ae == nil || ae.ErrorCode() == "Forbidden") && st.b != nil {
+	if ae := apiError(err); (ae == nil || ae.ErrorCode() == "Forbidden") && st.s3 != nil {
 		key := keyOf(location)
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, _, lerr := st.b.ListPage(lctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: key})
@@ -310,8 +409,23 @@ func denied(ctx context.Context, st store, location string, err error) error {
 			}
 		}
 	}
-	return &Error{Kind: ErrAccessDenied, Location: location, Reason: fmt.Sprintf("the storage refused the read%s",
-		st.as(ctx)), Err: err}
+	reason := fmt.Sprintf("the storage refused the read%s", st.as(ctx))
+	switch {
+	case isAzure(st.scheme):
+		if st.account != "" {
+			reason = "storage account " + st.account + " refused the read"
+		}
+		// The container client does not tell how it signs: name every
+		// setting that gives it credentials.
+		reason += ": check adls.auth.shared-key.account.name and adls.auth.shared-key.account.key (or the " +
+			"account's adls.connection-string.<account> or adls.sas-token.<host>, or the role of flightd's " +
+			"Azure identity on the container)"
+	case st.scheme == "gs":
+		// GCS's refusal names the principal (in the message kept below).
+		reason += ": check gcs.keypath, gcs.jsonkey or gcs.oauth2.token (or flightd's application default " +
+			"credentials) and the principal's role on the bucket"
+	}
+	return &Error{Kind: ErrAccessDenied, Location: location, Reason: reason, Err: err}
 }
 
 // keyOf returns the object key of a URL.
@@ -326,6 +440,9 @@ func keyOf(location string) string {
 
 func bucketMissing(st store, location string, err error) error {
 	reason := fmt.Sprintf("the %s %q does not exist", st.bucketWord(), st.bucket)
+	if st.account != "" {
+		reason += " in storage account " + st.account
+	}
 	if e := st.endpoint(); e != "" {
 		reason += " at " + e
 	}
@@ -352,6 +469,10 @@ func checkBucket(ctx context.Context, st store, location string, err error) erro
 	case lerr == nil:
 		remember(st, true)
 		return err
+	case deniedStatus(lerr):
+		// GCS answers a read it refuses with 403, which gocloud calls
+		// NotFound: the listing's refusal says which it is.
+		return denied(ctx, st, location, lerr)
 	case gcerrors.Code(lerr) == gcerrors.NotFound:
 		remember(st, false)
 		return bucketMissing(st, location, err)
@@ -378,7 +499,7 @@ type bucketSeen struct {
 	at     time.Time
 }
 
-func bucketKey(st store) string { return st.scheme + "://" + st.bucket + "@" + st.endpoint() }
+func bucketKey(st store) string { return st.scheme + "://" + st.authority + "@" + st.endpoint() }
 
 func remember(st store, exists bool) {
 	if st.bucket == "" {

@@ -12,9 +12,12 @@ import (
 	"syscall"
 	"testing"
 
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"google.golang.org/api/googleapi"
 )
 
 // s3Error is an error as the AWS SDK returns it: an API error with its
@@ -59,6 +62,19 @@ func TestClassify(t *testing.T) {
 		{"not found", &fs.PathError{Op: "open", Path: loc, Err: fs.ErrNotExist}, nil, nil},
 		{"a damaged file", errors.New("parquet: bad magic"), nil, nil},
 		{"cancelled", fmt.Errorf("read: %w", context.Canceled), nil, nil},
+		// Azure and GCS, whose codes gocloud maps only in part.
+		{"azure container missing", &azcore.ResponseError{StatusCode: 404, ErrorCode: "ContainerNotFound"},
+			ErrBucketNotFound, []string{"does not exist", "HTTP 404 ContainerNotFound"}},
+		{"azure refused", &azcore.ResponseError{StatusCode: 403, ErrorCode: "AuthorizationPermissionMismatch"},
+			ErrAccessDenied, []string{"refused the read", "HTTP 403 AuthorizationPermissionMismatch"}},
+		{"azure busy", &azcore.ResponseError{StatusCode: 503, ErrorCode: "ServerBusy"}, ErrUnavailable,
+			[]string{"HTTP 503"}},
+		// GCS's 403 names the principal; gocloud calls it NotFound.
+		{"gcs refused", &googleapi.Error{Code: 403, Message: "reader@p.iam.gserviceaccount.com does not have " +
+			"storage.objects.get access"}, ErrAccessDenied, []string{"refused the read", "reader@p.iam.gserviceaccount.com"}},
+		{"gcs bucket missing", fmt.Errorf("list: %w", storage.ErrBucketNotExist), ErrBucketNotFound,
+			[]string{`bucket "lake" does not exist`}},
+		{"gcs throttled", &googleapi.Error{Code: 429}, ErrUnavailable, []string{"HTTP 429"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got error

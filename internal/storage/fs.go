@@ -61,6 +61,7 @@ func Open(ctx context.Context, root string, props map[string]string) (*FS, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrMisconfigured, root, err)
 	}
+	Prepare(fsys)
 	f := &FS{ctx: ctx, root: root, io: fsys, st: storeOf(fsys, root+"/")}
 	if k := keyOf(root); k != "" {
 		f.prefix = k + "/"

@@ -5,6 +5,10 @@
 //     in the test venv (SLUICE_PYTHON), with helpers to create buckets,
 //     IAM users with policies, roles and STS sessions, and to switch moto's
 //     authentication on so that wrong or missing keys get a 403;
+//   - [FakeGCS]: fake-gcs-server (its Go module's binary, SLUICE_FAKE_GCS),
+//     GCS's JSON and XML APIs without authentication;
+//   - [Azurite]: Azurite's blob service (the npm package, SLUICE_AZURITE)
+//     with its development account devstoreaccount1 and shared key;
 //   - [RESTCatalog]: Apache Iceberg's own RESTCatalogServer (the
 //     iceberg-open-api test-fixtures jar from Maven Central, classpath
 //     resolved by Maven into .tmp/) with a SQLite JDBC catalog and S3FileIO
