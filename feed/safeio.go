@@ -22,6 +22,7 @@ func guardTable(tbl *table.Table) *table.Table {
 		if err != nil {
 			return nil, err
 		}
+		storage.Prepare(fsys) // bounded GCS retries: unreachable storage fails a read
 		return safeIO{fsys}, nil
 	}
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, nil)

@@ -180,6 +180,17 @@ func TestErrorsOverFakeGCS(t *testing.T) {
 		checkErr(t, err, ErrUnavailable, "127.0.0.1:1", "connection refused")
 		_, err = f.Open("_delta_log/00000000000000000000.json")
 		checkErr(t, err, ErrUnavailable, "127.0.0.1:1")
+		// The IO iceberg-go gives an Iceberg table, as the feed prepares
+		// it (twice: a catalog may hand out one IO for every read).
+		io, err := iceio.LoadFS(ctx, p, "gs://"+bucket+"/t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		Prepare(io)
+		Prepare(io)
+		loc := "gs://" + bucket + "/t/data/x.parquet"
+		_, err = io.Open(loc)
+		checkErr(t, Classify(io, loc, err), ErrUnavailable, "127.0.0.1:1")
 		if d := time.Since(start); d > 20*time.Second {
 			t.Errorf("unreachable storage took %s to report", d)
 		}

@@ -4,7 +4,10 @@ package storage
 // schemes.
 
 import (
+	"runtime"
+	"sync"
 	"time"
+	"weak"
 
 	"cloud.google.com/go/storage"
 	iceio "github.com/apache/iceberg-go/io"
@@ -26,15 +29,26 @@ var gcsRetry = []storage.RetryOption{
 }
 
 // Prepare readies an IO that iceberg-go made for flightd's reads: it bounds
-// the retries of a GCS client (see gcsRetry). Call it once, before the IO
-// is used; other IOs are left as they are.
+// the retries of a GCS client (see gcsRetry). Other IOs are left as they
+// are. It is safe to call on an IO in use, and again: a client is set once
+// (a catalog may hand out one cached IO to every read of a table).
 func Prepare(fsys iceio.IO) {
 	fio, ok := fsys.(*blobfs.FileIO)
 	if !ok || fio.Bucket == nil {
 		return
 	}
 	var c *storage.Client
-	if fio.As(&c) {
-		c.SetRetry(gcsRetry...)
+	if !fio.As(&c) {
+		return
 	}
+	wp := weak.Make(c)
+	once, loaded := prepared.LoadOrStore(wp, new(sync.Once))
+	if !loaded {
+		runtime.AddCleanup(c, func(wp weak.Pointer[storage.Client]) { prepared.Delete(wp) }, wp)
+	}
+	once.(*sync.Once).Do(func() { c.SetRetry(gcsRetry...) })
 }
+
+// prepared holds a *sync.Once per GCS client that Prepare has seen, until
+// the client is collected.
+var prepared sync.Map // weak.Pointer[storage.Client] → *sync.Once
