@@ -22,8 +22,8 @@ const (
 	AzuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
-// AzuriteServer is a running Azurite blob service on loopback, with the
-// development account devstoreaccount1.
+// AzuriteServer is a running Azurite blob service on loopback, blobs in
+// memory, with the development account devstoreaccount1.
 type AzuriteServer struct {
 	Host string // 127.0.0.1:port, the adls.endpoint of iceberg-go
 	proc *process
@@ -35,7 +35,7 @@ type AzuriteServer struct {
 // SLUICE_AZURITE is not set.
 func Azurite(t testing.TB) *AzuriteServer {
 	t.Helper()
-	a, err := startAzurite(t.TempDir())
+	a, err := startAzurite()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,21 +54,14 @@ var sharedAzurite struct {
 // container names (see [UniqueName]).
 func SharedAzurite(t testing.TB) *AzuriteServer {
 	t.Helper()
-	sharedAzurite.once.Do(func() {
-		dir, err := os.MkdirTemp("", "azurite")
-		if err != nil {
-			sharedAzurite.err = err
-			return
-		}
-		sharedAzurite.a, sharedAzurite.err = startAzurite(dir)
-	})
+	sharedAzurite.once.Do(func() { sharedAzurite.a, sharedAzurite.err = startAzurite() })
 	if sharedAzurite.err != nil {
 		t.Fatal(sharedAzurite.err)
 	}
 	return sharedAzurite.a
 }
 
-func startAzurite(dir string) (*AzuriteServer, error) {
+func startAzurite() (*AzuriteServer, error) {
 	bin := os.Getenv("SLUICE_AZURITE")
 	if bin == "" {
 		return nil, fmt.Errorf("SLUICE_AZURITE is not set: run the tests with `make test` (or set it to " +
@@ -82,7 +75,7 @@ func startAzurite(dir string) (*AzuriteServer, error) {
 		}
 		addr := "127.0.0.1:" + itoa(port)
 		p, err := startProcess("azurite", nil, bin, "--blobHost", "127.0.0.1", "--blobPort", itoa(port),
-			"--location", dir, "--silent", "--skipApiVersionCheck")
+			"--inMemoryPersistence", "--silent", "--skipApiVersionCheck")
 		if err != nil {
 			return nil, err
 		}

@@ -81,7 +81,7 @@ var sharedREST struct {
 }
 
 // StopShared stops the test binary's shared services (SharedRESTCatalog,
-// SharedMoto) and removes their files. A TestMain calls it after m.Run;
+// SharedMoto, SharedAzurite, SharedFakeGCS) and removes their files. A TestMain calls it after m.Run;
 // without it the processes still end with the test binary (Pdeathsig), but
 // the REST server's folder stays in the system's temporary directory.
 func StopShared() {
@@ -93,6 +93,12 @@ func StopShared() {
 	}
 	if m := shared.moto; m != nil {
 		m.Stop()
+	}
+	if a := sharedAzurite.a; a != nil {
+		a.proc.stop(5 * time.Second)
+	}
+	if g := sharedGCS.g; g != nil {
+		g.proc.stop(5 * time.Second)
 	}
 }
 
