@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -411,57 +410,5 @@ func TestDeltaFixturesS3(t *testing.T) {
 	}()
 	checkDeltaFixtureQueries(t, ctx, client, local)
 
-	// Every fixture, those without peer queries too (checkpoints of every
-	// kind, sidecars, column mapping), reads the same from S3 as from the
-	// local copy: its versions and its whole feed. Commit times may differ
-	// where a commit is dated by its file (the object's upload time).
-	localSrv := startFlightd(t, "--warehouse", t.TempDir(), "--delta-root", local, "--max-batch-rows", "5")
-	localClient := dialGo(t, ctx, localSrv.URI())
-	dirs := deltaTableDirs(t, local)
-	if len(dirs) < 15 {
-		t.Fatalf("%d fixture tables, want all of testdata/delta's", len(dirs))
-	}
-	for folder := range dirs {
-		name := "delta." + folder
-		t.Run("same as local/"+folder, func(t *testing.T) {
-			s3Snaps, err := client.Snapshots(ctx, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			localSnaps, err := localClient.Snapshots(ctx, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(s3Snaps) != len(localSnaps) {
-				t.Fatalf("%d versions from S3, %d from the local copy", len(s3Snaps), len(localSnaps))
-			}
-			for i := range s3Snaps {
-				a, b := s3Snaps[i], localSnaps[i]
-				if a.ID != b.ID || a.CommitSeq != b.CommitSeq || a.Operation != b.Operation {
-					t.Errorf("version %d from S3 %+v, from the local copy %+v", i, a, b)
-				}
-			}
-			s3Rows, s3Err := deltaRowsGo(ctx, client, sluice.ChangeRequest{Table: name})
-			localRows, localErr := deltaRowsGo(ctx, localClient, sluice.ChangeRequest{Table: name})
-			if sluice.Code(s3Err) != sluice.Code(localErr) {
-				t.Fatalf("from S3: %v; from the local copy: %v", s3Err, localErr)
-			}
-			keys := func(rows []map[string]string) []string {
-				var out []string
-				for _, r := range rows {
-					delete(r, "_commit_timestamp")
-					cols := slices.Sorted(maps.Keys(r))
-					out = append(out, deltafx.Key(r, cols))
-				}
-				slices.Sort(out)
-				return out
-			}
-			if a, b := keys(s3Rows), keys(localRows); !slices.Equal(a, b) {
-				t.Errorf("the feed from S3 (%d rows) differs from the local copy's (%d rows)", len(a), len(b))
-			}
-			if len(localRows) == 0 && localErr == nil {
-				t.Logf("%s: an empty feed", name)
-			}
-		})
-	}
+	sameDeltaFixtures(t, ctx, client, local, "S3")
 }

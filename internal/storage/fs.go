@@ -14,8 +14,6 @@ import (
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 )
 
 // FS is the files under a folder of an object store, addressed by URL
@@ -91,7 +89,7 @@ func (f *FS) Check(ctx context.Context) error {
 		}
 		return err
 	}
-	objs, _, err := f.st.b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: f.prefix})
+	objs, err := f.listPage(ctx, f.prefix, 1)
 	if err != nil {
 		if e := classify(ctx, f.st, f.root, err); e != err {
 			return e
@@ -131,7 +129,7 @@ func (f *FS) fail(op, name string, err error) error {
 	if e := classify(f.ctx, f.st, f.url(name), err); e != err {
 		return e
 	}
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if isNotFound(err) {
 		err = fs.ErrNotExist
 	}
 	return &fs.PathError{Op: op, Path: f.url(name), Err: err}
@@ -193,15 +191,15 @@ func (f *FS) stat(op, name string) (fs.FileInfo, error) {
 		}
 		return &entry{name: path.Base(name), size: info.Size(), mod: info.ModTime()}, nil
 	}
-	attrs, err := f.st.b.Attributes(f.ctx, f.key(name))
+	size, mod, err := f.attributes(f.ctx, f.key(name))
 	if err == nil {
-		return &entry{name: path.Base(name), size: attrs.Size, mod: attrs.ModTime}, nil
+		return &entry{name: path.Base(name), size: size, mod: mod}, nil
 	}
-	if gcerrors.Code(err) != gcerrors.NotFound {
+	if !isNotFound(err) {
 		return nil, f.fail(op, name, err)
 	}
 	// Not an object: a folder when some key is under it.
-	objs, _, lerr := f.st.b.ListPage(f.ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: f.key(name) + "/"})
+	objs, lerr := f.listPage(f.ctx, f.key(name)+"/", 1)
 	if lerr != nil {
 		return nil, f.fail(op, name, lerr)
 	}
@@ -240,22 +238,19 @@ func (f *FS) list(name string) ([]fs.DirEntry, error) {
 	if name != "." {
 		prefix = f.key(name) + "/"
 	}
+	objs, err := f.listDir(f.ctx, prefix)
+	if err != nil {
+		return nil, f.fail("readdir", name, err)
+	}
 	var out []fs.DirEntry
-	it := f.st.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
-	for {
-		obj, err := it.Next(f.ctx)
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, f.fail("readdir", name, err)
-		}
+	for _, obj := range objs {
 		base := strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/")
 		if base == "" {
 			continue // the folder's own marker object
 		}
 		out = append(out, &entry{name: base, dir: obj.IsDir, size: obj.Size, mod: obj.ModTime})
 	}
+	return out, nil
 }
 
 // walk lists a folder of an IO that is not gocloud's with its WalkDir,
@@ -358,7 +353,7 @@ type file struct {
 
 	mu  sync.Mutex // guards off and r
 	off int64
-	r   *blob.Reader // reading from off (nil: none open)
+	r   io.ReadCloser // reading from off (nil: none open)
 }
 
 func (fh *file) Stat() (fs.FileInfo, error) { return fh.info, nil }
@@ -370,7 +365,7 @@ func (fh *file) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if fh.r == nil {
-		r, err := fh.fs.st.b.NewRangeReader(fh.fs.ctx, fh.fs.key(fh.name), fh.off, -1, nil)
+		r, err := fh.fs.rangeReader(fh.fs.ctx, fh.fs.key(fh.name), fh.off, -1)
 		if err != nil {
 			return 0, fh.fs.fail("read", fh.name, err)
 		}
@@ -413,7 +408,7 @@ func (fh *file) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	want := min(int64(len(p)), size-off)
-	r, err := fh.fs.st.b.NewRangeReader(fh.fs.ctx, fh.fs.key(fh.name), off, want, nil)
+	r, err := fh.fs.rangeReader(fh.fs.ctx, fh.fs.key(fh.name), off, want)
 	if err != nil {
 		return 0, fh.fs.fail("read", fh.name, err)
 	}
@@ -456,7 +451,7 @@ func (f *FS) HasDir(name string) (bool, error) {
 		}
 		return err == nil && info.IsDir(), err
 	}
-	objs, _, err := f.st.b.ListPage(f.ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: f.key(name) + "/"})
+	objs, err := f.listPage(f.ctx, f.key(name)+"/", 1)
 	if err != nil {
 		return false, f.fail("list", name, err)
 	}
