@@ -122,16 +122,33 @@ func checkLatency(t *testing.T, what string, watch bool, lat []time.Duration) {
 	}
 }
 
-// TestCommitLatencySQL: commits to a table of a local SQL catalog reach a
-// follower within milliseconds when flightd watches the catalog's SQLite
-// file, and about half a poll interval later on average when it only
-// polls (--watch-files=false).
+// pyicebergWriterScript appends one row to the table live.events of the
+// SQL catalog in the folder argv[1] per line of its input, with pyiceberg.
+const pyicebergWriterScript = `
+import sys
+import pyarrow as pa
+from pyiceberg.catalog.sql import SqlCatalog
+wh = sys.argv[1]
+tbl = SqlCatalog("sluice", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}").load_table("live.events")
+schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("grp", pa.string()),
+                    pa.field("val", pa.int64())])
+for line in sys.stdin:
+    i = int(line)
+    tbl.append(pa.table({"id": [i], "grp": ["a"], "val": [i]}, schema=schema))
+    print("ok", flush=True)
+`
+
+// TestCommitLatencySQL: commits to a table of a local SQL catalog, by
+// iceberg-go (in the test process) and by pyiceberg, reach a follower
+// within milliseconds when flightd watches the catalog's SQLite file, and
+// most of a poll interval later when it only polls (--watch-files=false).
 func TestCommitLatencySQL(t *testing.T) {
 	for _, tc := range []struct {
+		writer  string
 		watch   bool
 		commits int
-	}{{true, 30}, {false, 10}} {
-		t.Run(fmt.Sprintf("watch_files=%v", tc.watch), func(t *testing.T) {
+	}{{"iceberg-go", true, 30}, {"iceberg-go", false, 10}, {"pyiceberg", true, 30}, {"pyiceberg", false, 10}} {
+		t.Run(fmt.Sprintf("%s/watch_files=%v", tc.writer, tc.watch), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			dir := t.TempDir()
@@ -144,21 +161,38 @@ func TestCommitLatencySQL(t *testing.T) {
 				w.tbl = tbl
 			}
 			commit(1)
+			if tc.writer == "pyiceberg" {
+				py := startLineWriter(t, pyicebergWriterScript, dir)
+				commit = func(id int64) { py.commit(t, id) }
+			}
 			srv := startFlightd(t, "--warehouse", dir, "--poll-interval", latencyPoll.String(),
-				fmt.Sprintf("--watch-files=%v", tc.watch))
+				fmt.Sprintf("--watch-files=%v", tc.watch), "--metrics-listen", "127.0.0.1:0", "--log-level", "info")
 			got := followArrivals(t, ctx, srv.URI(), followTable)
-			checkLatency(t, "SQL catalog (iceberg-go appends)", tc.watch, measureLatency(t, tc.commits, commit, got))
+			checkLatency(t, "SQL catalog ("+tc.writer+" appends)", tc.watch, measureLatency(t, tc.commits, commit, got))
+			// Without commits the table is loaded once per poll interval:
+			// flightd's own reads of the catalog file notify nothing.
+			maddr := metricsAddr(t, srv)
+			loads := func() float64 {
+				return metric(t, maddr, fmt.Sprintf("sluice_table_loads_total{table=%q}", followTable))
+			}
+			before := loads()
+			time.Sleep(4 * latencyPoll)
+			if n := loads() - before; n > 6 {
+				t.Fatalf("%v loads of the table in %v without a commit, want about 4", n, 4*latencyPoll)
+			}
 		})
 	}
 }
 
-// deltaWriter is a Python process that appends to a Delta table with
-// deltalake, one commit per line of its input.
-type deltaWriter struct {
+// lineWriter is a Python process that commits once per line of its
+// input (the id of the row to write), and answers each with "ok".
+type lineWriter struct {
 	in  io.WriteCloser
 	out *bufio.Scanner
 }
 
+// deltaWriterScript appends one row to the Delta table in the folder
+// argv[1] per line of its input, with deltalake.
 const deltaWriterScript = `
 import sys
 import pyarrow as pa
@@ -169,9 +203,9 @@ for line in sys.stdin:
     print("ok", flush=True)
 `
 
-func startDeltaWriter(t *testing.T, dir string) *deltaWriter {
+func startLineWriter(t *testing.T, script string, args ...string) *lineWriter {
 	t.Helper()
-	cmd := exec.Command(python(t), "-c", deltaWriterScript, dir)
+	cmd := exec.Command(python(t), append([]string{"-c", script}, args...)...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -188,10 +222,10 @@ func startDeltaWriter(t *testing.T, dir string) *deltaWriter {
 		in.Close()
 		_ = cmd.Wait()
 	})
-	return &deltaWriter{in: in, out: bufio.NewScanner(out)}
+	return &lineWriter{in: in, out: bufio.NewScanner(out)}
 }
 
-func (d *deltaWriter) commit(t *testing.T, id int64) {
+func (d *lineWriter) commit(t *testing.T, id int64) {
 	if _, err := fmt.Fprintln(d.in, id); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +246,7 @@ func TestCommitLatencyDelta(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			root := t.TempDir()
-			w := startDeltaWriter(t, filepath.Join(root, "events"))
+			w := startLineWriter(t, deltaWriterScript, filepath.Join(root, "events"))
 			w.commit(t, 1)
 			srv := startFlightd(t, "--warehouse", t.TempDir(), "--delta-root", root, "--poll-interval",
 				latencyPoll.String(), fmt.Sprintf("--watch-files=%v", tc.watch))

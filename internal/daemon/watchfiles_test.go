@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -117,5 +118,70 @@ func TestFileNotifierTargets(t *testing.T) {
 	stop()
 	if got := n.w.Watched(); len(got) != 0 {
 		t.Fatalf("still watched after stop: %v", got)
+	}
+}
+
+// TestFileNotifierHadoop: a commit to a table of a local hadoop catalog
+// (a new vN.metadata.json and version-hint.text in its metadata folder)
+// notifies the table's follower.
+func TestFileNotifierHadoop(t *testing.T) {
+	ctx := context.Background()
+	wh := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.Catalog = catalog.Config{Type: catalog.TypeHadoop, Warehouse: wh}.WithDefaults()
+	cat, err := catalog.Open(ctx, cfg.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	tbl, err := tablewrite.CreateTable(ctx, cat, "ns.tbl", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newFileNotifier(cfg, cat, nil, slog.New(slog.DiscardHandler))
+	defer n.Close()
+	ch := make(chan struct{}, 1)
+	stop := n.NotifyChanges("ns.tbl", func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	})
+	if stop == nil {
+		t.Fatal("the hadoop table's metadata folder is not watched")
+	}
+	defer stop()
+	if _, err := tablewrite.Append(ctx, tbl, []tablewrite.Row{{"id": int64(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit to the hadoop table notified nothing")
+	}
+}
+
+// TestWatchFilesConfig: file notifications are on by default, and turned
+// off by the flag, the environment or the YAML file.
+func TestWatchFilesConfig(t *testing.T) {
+	yml := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(yml, []byte("follow:\n  watch_files: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args, env []string
+		want      bool
+	}{
+		{nil, nil, true},
+		{[]string{"--watch-files=false"}, nil, false},
+		{nil, []string{"SLUICE_WATCH_FILES=false"}, false},
+		{[]string{"--config", yml}, nil, false},
+		{[]string{"--config", yml, "--watch-files"}, nil, true},
+	} {
+		c, err := LoadConfig(tc.args, tc.env, io.Discard)
+		if err != nil || c.Follow.WatchFiles != tc.want {
+			t.Errorf("%v %v: watch_files %v, %v; want %v", tc.args, tc.env, c.Follow.WatchFiles, err, tc.want)
+		}
 	}
 }
