@@ -62,8 +62,10 @@ func (n *fileNotifier) target(table string) (dir string, match func(name string)
 				return strings.HasSuffix(name, ".json")
 			}, true
 		}
-		if n.delta.Has(table) || n.deltaRemote && strings.HasPrefix(table, catalog.DeltaNamespace+".") {
-			return "", nil, false // on object storage
+		// On object storage (a name under a remote root is not looked up:
+		// that would ask the storage).
+		if n.deltaRemote && strings.HasPrefix(table, catalog.DeltaNamespace+".") || n.delta.Has(table) {
+			return "", nil, false
 		}
 	}
 	switch {

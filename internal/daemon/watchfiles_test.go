@@ -101,6 +101,12 @@ func TestFileNotifierTargets(t *testing.T) {
 	if _, _, ok := n.target("s3.t"); ok {
 		t.Fatal("a Delta table on object storage is watched")
 	}
+	remote := newFileNotifier(cfg, nil, catalog.NewDeltaTables(context.Background(),
+		catalog.DeltaConfig{Root: "s3://bucket/root"}, nil), slog.New(slog.DiscardHandler))
+	defer remote.Close()
+	if _, _, ok := remote.target("delta.t"); ok {
+		t.Fatal("a table under a Delta root on object storage is watched")
+	}
 
 	// The hadoop table does not exist: its folder cannot be watched.
 	for range 2 {
