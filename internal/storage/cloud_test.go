@@ -109,6 +109,7 @@ func testCloudFS(t *testing.T, root string, props map[string]string) {
 }
 
 func TestFSOverFakeGCS(t *testing.T) {
+	t.Parallel() // the emulators' tests wait mostly on their retries and round trips
 	g := testsvc.SharedFakeGCS(t)
 	bucket := testsvc.UniqueName("fs")
 	g.CreateBucket(t, bucket)
@@ -119,6 +120,7 @@ func TestFSOverFakeGCS(t *testing.T) {
 }
 
 func TestFSOverAzurite(t *testing.T) {
+	t.Parallel() // the emulators' tests wait mostly on their retries and round trips
 	a := testsvc.SharedAzurite(t)
 	container := testsvc.UniqueName("fs")
 	a.CreateContainer(t, container)
@@ -148,6 +150,7 @@ func checkErr(t *testing.T, err, kind error, want ...string) {
 // TestErrorsOverFakeGCS drives the GCS failures the server can show: a
 // bucket that does not exist, an endpoint that refuses connections.
 func TestErrorsOverFakeGCS(t *testing.T) {
+	t.Parallel() // the emulators' tests wait mostly on their retries and round trips
 	g := testsvc.SharedFakeGCS(t)
 	bucket := testsvc.UniqueName("errs")
 	g.CreateBucket(t, bucket)
@@ -207,6 +210,7 @@ func TestErrorsOverFakeGCS(t *testing.T) {
 // container that does not exist, a wrong shared key, an endpoint that
 // refuses connections.
 func TestErrorsOverAzurite(t *testing.T) {
+	t.Parallel() // the emulators' tests wait mostly on their retries and round trips
 	a := testsvc.SharedAzurite(t)
 	container := testsvc.UniqueName("errs")
 	a.CreateContainer(t, container)
