@@ -18,8 +18,8 @@ func TestDeltaTablesOnS3(t *testing.T) {
 	m := testsvc.SharedMoto(t)
 	bucket := testsvc.UniqueName("deltacat")
 	m.CreateBucket(t, bucket)
-	for _, k := range []string{"root/a/_delta_log/00000000000000000000.json", "root/a/part-0.parquet",
-		"root/b/part-0.parquet", "root/c/_delta_log/00000000000000000000.json", "root/file.txt",
+	for _, k := range []string{"lake/a/_delta_log/00000000000000000000.json", "lake/a/part-0.parquet",
+		"lake/b/part-0.parquet", "lake/c/_delta_log/00000000000000000000.json", "lake/file.txt",
 		"named/_delta_log/00000000000000000000.json"} {
 		m.PutObject(t, bucket, k, []byte("{}"))
 	}
@@ -30,7 +30,7 @@ func TestDeltaTablesOnS3(t *testing.T) {
 	ctx := context.Background()
 	url := "s3://" + bucket
 
-	d := NewDeltaTables(ctx, DeltaConfig{Root: url + "/root/", Tables: map[string]string{"sales.named": url + "/named"}},
+	d := NewDeltaTables(ctx, DeltaConfig{Root: url + "/lake/", Tables: map[string]string{"sales.named": url + "/named"}},
 		props)
 	if err := d.Check(ctx); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestDeltaTablesOnS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loc.Root != url+"/root/a" || loc.Dir != loc.Root {
+	if loc.Root != url+"/lake/a" || loc.Dir != loc.Root {
 		t.Errorf("Locate: root %s, dir %s", loc.Root, loc.Dir)
 	}
 	entries, err := fs.ReadDir(loc.FS, "_delta_log")
@@ -69,17 +69,17 @@ func TestDeltaTablesOnS3(t *testing.T) {
 		kind error
 		says string
 	}{
-		{"a bucket that does not exist", DeltaConfig{Root: "s3://no-such-" + bucket + "/root"},
+		{"a bucket that does not exist", DeltaConfig{Root: "s3://no-such-" + bucket + "/lake"},
 			storage.ErrBucketNotFound, "does not exist"},
 		{"a table in a bucket that does not exist", DeltaConfig{Tables: map[string]string{"s.t": "s3://no-such-" +
 			bucket + "/t"}}, storage.ErrBucketNotFound, "delta.tables s.t"},
 		{"a root with nothing under it", DeltaConfig{Root: url + "/nothing"}, ErrInvalidConfig,
 			"nothing is stored under it"},
-		{"a table without _delta_log", DeltaConfig{Tables: map[string]string{"s.t": url + "/root/b"}},
+		{"a table without _delta_log", DeltaConfig{Tables: map[string]string{"s.t": url + "/lake/b"}},
 			ErrInvalidConfig, "holds no _delta_log"},
-		{"a name the root serves too", DeltaConfig{Root: url + "/root", Tables: map[string]string{
+		{"a name the root serves too", DeltaConfig{Root: url + "/lake", Tables: map[string]string{
 			"delta.a": url + "/named"}}, ErrInvalidConfig, "same name"},
-		{"an unknown scheme", DeltaConfig{Root: "hdfs://namenode/root"}, ErrInvalidConfig, "hdfs"},
+		{"an unknown scheme", DeltaConfig{Root: "hdfs://namenode/lake"}, ErrInvalidConfig, "hdfs"},
 		{"an empty bucket", DeltaConfig{Root: "s3://" + empty}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,13 +18,13 @@ import (
 // cloudFiles are the objects of the FS tests over GCS and Azure: two
 // tables' logs and data files under root/, one object beside it.
 var cloudFiles = map[string]string{
-	"root/t/_delta_log/00000000000000000000.json": `{"commitInfo":{}}`,
-	"root/t/_delta_log/00000000000000000001.json": "one",
-	"root/t/part-0.parquet":                       "0123456789abcdef",
-	"root/t/p=a b/part-1.parquet":                 "x",
+	"lake/t/_delta_log/00000000000000000000.json": `{"commitInfo":{}}`,
+	"lake/t/_delta_log/00000000000000000001.json": "one",
+	"lake/t/part-0.parquet":                       "0123456789abcdef",
+	"lake/t/p=a b/part-1.parquet":                 "x",
 	// Delta writers' escapes: gocloud's azureblob cannot read these keys.
-	"root/t/p=a%20b/test%file#1?.parquet":         "escaped",
-	"root/u/_delta_log/00000000000000000000.json": "u",
+	"lake/t/p=a%20b/test%file#1?.parquet":         "escaped",
+	"lake/u/_delta_log/00000000000000000000.json": "u",
 	"rootless.txt": "not under the root",
 }
 
@@ -99,7 +99,7 @@ func testCloudFS(t *testing.T, root string, props map[string]string) {
 	if ok, err := fsys.HasDir("v/_delta_log"); ok || err != nil {
 		t.Errorf("HasDir(v/_delta_log) = %v, %v", ok, err)
 	}
-	empty, err := Open(ctx, strings.TrimSuffix(root, "root")+"nothing-here", props)
+	empty, err := Open(ctx, strings.TrimSuffix(root, "lake")+"nothing-here", props)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestFSOverFakeGCS(t *testing.T) {
 	for k, v := range cloudFiles {
 		g.PutObject(t, bucket, k, []byte(v))
 	}
-	testCloudFS(t, "gs://"+bucket+"/root", g.Props())
+	testCloudFS(t, "gs://"+bucket+"/lake", g.Props())
 }
 
 func TestFSOverAzurite(t *testing.T) {
@@ -127,7 +127,7 @@ func TestFSOverAzurite(t *testing.T) {
 	for k, v := range cloudFiles {
 		a.PutBlob(t, container, k, []byte(v))
 	}
-	testCloudFS(t, a.URL(container, "root"), a.Props(""))
+	testCloudFS(t, a.URL(container, "lake"), a.Props(""))
 }
 
 // checkErr fails t unless err wraps kind, is no missing file, and says

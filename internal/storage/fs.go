@@ -38,7 +38,7 @@ type FS struct {
 	root string // the root URL, without a trailing "/"
 	io   iceio.IO
 	st   store
-	// prefix is the key prefix of the root: "" or "path/to/root/".
+	// prefix is the key prefix of the root: "" or "path/to/table/".
 	prefix string
 }
 

@@ -28,18 +28,18 @@ func TestFSOverMoto(t *testing.T) {
 	bucket := testsvc.UniqueName("fs")
 	m.CreateBucket(t, bucket)
 	files := map[string]string{
-		"root/t/_delta_log/00000000000000000000.json": `{"commitInfo":{}}`,
-		"root/t/_delta_log/00000000000000000001.json": "one",
-		"root/t/part-0.parquet":                       "0123456789abcdef",
-		"root/t/p=a b/part-1.parquet":                 "x",
-		"root/u/_delta_log/00000000000000000000.json": "u",
+		"lake/t/_delta_log/00000000000000000000.json": `{"commitInfo":{}}`,
+		"lake/t/_delta_log/00000000000000000001.json": "one",
+		"lake/t/part-0.parquet":                       "0123456789abcdef",
+		"lake/t/p=a b/part-1.parquet":                 "x",
+		"lake/u/_delta_log/00000000000000000000.json": "u",
 		"rootless.txt": "not under the root",
 	}
 	for k, v := range files {
 		m.PutObject(t, bucket, k, []byte(v))
 	}
 	ctx := context.Background()
-	fsys, err := Open(ctx, "s3://"+bucket+"/root/", props(m, m.Admin))
+	fsys, err := Open(ctx, "s3://"+bucket+"/lake/", props(m, m.Admin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,16 +267,16 @@ func TestFSOverListableIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		"root/t/_delta_log/00000000000000000000.json": "{}",
-		"root/t/part-0.parquet":                       "0123456789",
-		"root/u/_delta_log/00000000000000000000.json": "u",
+		"lake/t/_delta_log/00000000000000000000.json": "{}",
+		"lake/t/part-0.parquet":                       "0123456789",
+		"lake/u/_delta_log/00000000000000000000.json": "u",
 	}
 	for k, v := range files {
 		if err := mem.(iceio.WriteFileIO).WriteFile("mem://"+bucket+"/"+k, []byte(v)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fsys, err := Open(ctx, "mem://"+bucket+"/root", nil)
+	fsys, err := Open(ctx, "mem://"+bucket+"/lake", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
