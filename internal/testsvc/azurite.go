@@ -67,26 +67,14 @@ func startAzurite() (*AzuriteServer, error) {
 		return nil, fmt.Errorf("SLUICE_AZURITE is not set: run the tests with `make test` (or set it to " +
 			".tmp/azurite-<version>/node_modules/.bin/azurite-blob after `make azurite`)")
 	}
-	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		addr := "127.0.0.1:" + itoa(port)
-		p, err := startProcess("azurite", nil, bin, "--blobHost", "127.0.0.1", "--blobPort", itoa(port),
+	p, addr, err := startOnFreePort(func(port int) (*process, error) {
+		return startProcess("azurite", nil, bin, "--blobHost", "127.0.0.1", "--blobPort", itoa(port),
 			"--inMemoryPersistence", "--silent", "--skipApiVersionCheck")
-		if err != nil {
-			return nil, err
-		}
-		if err := waitTCP(p, addr, 30*time.Second); err != nil {
-			p.stop(time.Second)
-			last = err // the port may have been taken meanwhile
-			continue
-		}
-		return &AzuriteServer{Host: addr, proc: p}, nil
+	}, waitingTCP(30*time.Second))
+	if err != nil {
+		return nil, err
 	}
-	return nil, last
+	return &AzuriteServer{Host: addr, proc: p}, nil
 }
 
 // Props are iceberg-go's storage properties for Azurite with the account's

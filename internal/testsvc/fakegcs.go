@@ -59,27 +59,16 @@ func startFakeGCS() (*FakeGCSServer, error) {
 		return nil, fmt.Errorf("SLUICE_FAKE_GCS is not set: run the tests with `make test` (or set it to " +
 			".tmp/bin/fake-gcs-server-<version> after `make fake-gcs-server`)")
 	}
-	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
+	p, addr, err := startOnFreePort(func(port int) (*process, error) {
 		addr := "127.0.0.1:" + itoa(port)
-		p, err := startProcess("fake-gcs-server", nil, bin, "-backend", "memory", "-scheme", "http",
+		return startProcess("fake-gcs-server", nil, bin, "-backend", "memory", "-scheme", "http",
 			"-host", "127.0.0.1", "-port", itoa(port), "-public-host", addr, "-external-url", "http://"+addr,
 			"-log-level", "warn")
-		if err != nil {
-			return nil, err
-		}
-		if err := waitTCP(p, addr, 30*time.Second); err != nil {
-			p.stop(time.Second)
-			last = err // the port may have been taken meanwhile
-			continue
-		}
-		return &FakeGCSServer{URL: "http://" + addr, proc: p}, nil
+	}, waitingTCP(30*time.Second))
+	if err != nil {
+		return nil, err
 	}
-	return nil, last
+	return &FakeGCSServer{URL: "http://" + addr, proc: p}, nil
 }
 
 // Props are iceberg-go's storage properties for the server: its endpoint,

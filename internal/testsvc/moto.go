@@ -98,42 +98,33 @@ func startMoto(opts MotoOptions) (*MotoServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		addr := "127.0.0.1:" + itoa(port)
-		p, err := startProcess("moto_server", []string{"PYTHONUNBUFFERED=1"},
+	p, addr, err := startOnFreePort(func(port int) (*process, error) {
+		return startProcess("moto_server", []string{"PYTHONUNBUFFERED=1"},
 			py, "-m", "moto.server", "-H", "127.0.0.1", "-p", itoa(port))
-		if err != nil {
-			return nil, err
+	}, func(p *process, addr string) (bool, error) {
+		err := waitTCP(p, addr, 60*time.Second)
+		if err != nil && strings.Contains(p.logs(), "No module named") {
+			return false, fmt.Errorf("%w (is moto[server] in the venv? `make venv` installs it)", err)
 		}
-		if err := waitTCP(p, addr, 60*time.Second); err != nil {
-			p.stop(time.Second)
-			if strings.Contains(p.logs(), "No module named") {
-				return nil, fmt.Errorf("%w (is moto[server] in the venv? `make venv` installs it)", err)
-			}
-			last = err // the port may have been taken meanwhile
-			continue
-		}
-		m := &MotoServer{Endpoint: "http://" + addr, proc: p, Admin: Key{AccessKeyID: "testing", SecretAccessKey: "testing"}}
-		admin, err := m.createUser(context.Background(), "sluice-admin", AllowAll)
-		if err != nil {
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := &MotoServer{Endpoint: "http://" + addr, proc: p, Admin: Key{AccessKeyID: "testing", SecretAccessKey: "testing"}}
+	admin, err := m.createUser(context.Background(), "sluice-admin", AllowAll)
+	if err != nil {
+		m.Stop()
+		return nil, err
+	}
+	m.Admin = admin
+	if opts.Auth {
+		if err := m.setAuth(true); err != nil {
 			m.Stop()
 			return nil, err
 		}
-		m.Admin = admin
-		if opts.Auth {
-			if err := m.setAuth(true); err != nil {
-				m.Stop()
-				return nil, err
-			}
-		}
-		return m, nil
 	}
-	return nil, last
+	return m, nil
 }
 
 // Stop ends the server.

@@ -159,3 +159,40 @@ func python() (string, error) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// startOnFreePort starts a server on a free loopback port: start launches
+// it on port, ready waits until it serves at addr (127.0.0.1:port). A
+// server that does not come up is stopped and started again on another
+// port, three times at most (the port may have been taken meanwhile),
+// unless ready says retrying cannot help.
+func startOnFreePort(start func(port int) (*process, error),
+	ready func(p *process, addr string) (retry bool, err error)) (*process, string, error) {
+	var last error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		p, err := start(port)
+		if err != nil {
+			return nil, "", err
+		}
+		addr := "127.0.0.1:" + itoa(port)
+		retry, err := ready(p, addr)
+		if err == nil {
+			return p, addr, nil
+		}
+		p.stop(time.Second)
+		if !retry {
+			return nil, "", err
+		}
+		last = err
+	}
+	return nil, "", last
+}
+
+// waitingTCP is a ready function for startOnFreePort: the server accepts
+// connections within timeout.
+func waitingTCP(timeout time.Duration) func(p *process, addr string) (bool, error) {
+	return func(p *process, addr string) (bool, error) { return true, waitTCP(p, addr, timeout) }
+}

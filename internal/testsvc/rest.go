@@ -186,33 +186,24 @@ func (r *RESTServer) start() error {
 		return fmt.Errorf("the REST catalog server needs Java 17 or newer (java on PATH): %w "+
 			"(Debian: apt-get install openjdk-17-jre-headless; `make test` installs it)", err)
 	}
-	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		began := time.Now()
+	var began time.Time
+	p, addr, err := startOnFreePort(func(port int) (*process, error) {
+		began = time.Now()
 		env := append([]string{"CATALOG_REST_PORT=" + itoa(port)}, r.env...)
 		// C1 only and the serial collector: start-up is what counts here
 		// (about 2 s against 5 s with the defaults).
-		p, err := startProcess("RESTCatalogServer", env, java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+		return startProcess("RESTCatalogServer", env, java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
 			"-Xmx512m", "-cp", r.cp, "org.apache.iceberg.rest.RESTCatalogServer")
-		if err != nil {
-			return err
-		}
-		backend := "http://127.0.0.1:" + itoa(port)
-		if err := waitHTTP(p, backend+"/v1/config", 90*time.Second); err != nil {
-			p.stop(time.Second)
-			last = err
-			continue
-		}
-		r.mu.Lock()
-		r.proc, r.Backend, r.Startup = p, backend, time.Since(began)
-		r.mu.Unlock()
-		return nil
+	}, func(p *process, addr string) (bool, error) {
+		return true, waitHTTP(p, "http://"+addr+"/v1/config", 90*time.Second)
+	})
+	if err != nil {
+		return err
 	}
-	return last
+	r.mu.Lock()
+	r.proc, r.Backend, r.Startup = p, "http://"+addr, time.Since(began)
+	r.mu.Unlock()
+	return nil
 }
 
 // waitHTTP waits until url answers 200.
