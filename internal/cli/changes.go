@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -84,6 +86,9 @@ func (a *app) changesFormat(format, out string) (string, error) {
 		format = "table"
 	default:
 		format = "jsonl"
+	}
+	if !slices.Contains(formats, format) {
+		return "", usagef("-o %q: want one of %s", format, strings.Join(formats, ", "))
 	}
 	if out == "" && a.io.StdoutTTY && binaryFormat(format) {
 		return "", usagef("-o %s to a terminal: write it to a file with --out FILE, or redirect stdout", format)

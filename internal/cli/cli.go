@@ -97,6 +97,9 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return exitUsage
 	}
 	defer a.close()
+	if _, err := a.colored(); err != nil {
+		return a.fail(err)
+	}
 	if err := run(ctx, a, pos); err != nil {
 		return a.fail(err)
 	}

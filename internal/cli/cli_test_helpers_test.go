@@ -1,0 +1,12 @@
+package cli
+
+import (
+	"flag"
+	"io"
+)
+
+func newTestFlagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
