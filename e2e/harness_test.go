@@ -21,8 +21,9 @@ import (
 	"github.com/sluicefeed/sluice/internal/testsvc"
 )
 
-// flightdBin is the flightd binary built for this run.
-var flightdBin string
+// flightdBin and sluiceBin are the flightd and sluice binaries built for
+// this run.
+var flightdBin, sluiceBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "sluice-e2e-bin")
@@ -30,11 +31,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	flightdBin = filepath.Join(dir, "flightd")
-	build := exec.Command("go", "build", "-o", flightdBin, "github.com/sluicefeed/sluice/cmd/flightd")
+	flightdBin, sluiceBin = filepath.Join(dir, "flightd"), filepath.Join(dir, "sluice")
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		"github.com/sluicefeed/sluice/cmd/flightd", "github.com/sluicefeed/sluice/cmd/sluice")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build flightd:", err)
+		fmt.Fprintln(os.Stderr, "build flightd and sluice:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -113,6 +113,13 @@ func (a *app) readChanges(ctx context.Context, c *sluice.Client, req sluice.Chan
 		}
 		for b, err := range rdr.All() {
 			if err != nil {
+				// The rows read so far go out (a text format only: a
+				// Parquet or Arrow file without its footer is unreadable,
+				// never mistaken for whole); the exit status says the
+				// feed is not.
+				if f, ok := rw.(interface{ Flush() error }); ok && out == "" {
+					f.Flush()
+				}
 				return err
 			}
 			if err := rw.Write(b.Record); err != nil {

@@ -113,6 +113,9 @@ func (j *jsonlWriter) Write(rec arrow.RecordBatch) error {
 
 func (j *jsonlWriter) Close() error { return j.w.Flush() }
 
+// Flush writes out the rows written so far.
+func (j *jsonlWriter) Flush() error { return j.w.Flush() }
+
 // appendJSON appends the JSON of a's value at i.
 func appendJSON(b []byte, a arrow.Array, i int) ([]byte, error) {
 	if a.IsNull(i) {
@@ -185,6 +188,9 @@ func (c *csvWriter) Write(rec arrow.RecordBatch) error {
 }
 
 func (c *csvWriter) Close() error { return c.w.Flush() }
+
+// Flush writes out the rows written so far.
+func (c *csvWriter) Flush() error { return c.w.Flush() }
 
 // nestedAsJSON is the CSV of the types arrow's CSV writer does not write.
 func nestedAsJSON(typ arrow.DataType, col arrow.Array) ([]string, bool) {

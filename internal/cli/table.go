@@ -119,3 +119,6 @@ func (t *tableWriter) line(b *strings.Builder, r []styled) {
 }
 
 func (t *tableWriter) Close() error { return t.flush() }
+
+// Flush prints the rows written so far.
+func (t *tableWriter) Flush() error { return t.flush() }
