@@ -72,6 +72,8 @@ type Plan struct {
 	Filter string `json:"filter,omitempty"`
 	// NetChanges is true when the window is collapsed to its net changes.
 	NetChanges bool `json:"net_changes,omitempty"`
+	// Layout is the shape of the change rows (LayoutRenderable: "").
+	Layout string `json:"layout,omitempty"`
 	// Snapshots has one entry per snapshot of the window, in lineage order.
 	Snapshots []SnapshotPlan `json:"snapshots"`
 
@@ -86,7 +88,8 @@ type Plan struct {
 
 	tbl         Table
 	end         *iceberg.Schema // the schema of the window's end
-	schema      *arrow.Schema   // the output schema
+	schema      *arrow.Schema   // the renderable change row of the output
+	flat        *arrow.Schema   // the flat layout of schema; nil for the renderable row
 	scanFields  []string        // the columns the scan decodes
 	filter      *Filter
 	foldUpdates bool
@@ -140,8 +143,15 @@ type FilePlan struct {
 }
 
 // Schema returns the output schema of the plan's batches: the renderable
-// change row (op, before, after, snapshot, ts).
-func (p *Plan) Schema() *arrow.Schema { return p.schema }
+// change row (op, before, after, snapshot, ts), or the flat layout (the
+// data columns, _change_type, _commit_version, _commit_timestamp) when
+// the request asked for it.
+func (p *Plan) Schema() *arrow.Schema {
+	if p.flat != nil {
+		return p.flat
+	}
+	return p.schema
+}
 
 // Plan resolves and validates the request's window against the table's
 // current metadata, pins its end, and plans the files each snapshot needs.
@@ -201,7 +211,7 @@ func (e *Engine) Schema(ctx context.Context, req Request) (*arrow.Schema, error)
 	if err != nil {
 		return nil, err
 	}
-	return p.schema, nil
+	return p.Schema(), nil
 }
 
 // resolve loads the table, resolves the window and checks the columns: a
@@ -234,6 +244,11 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 	}
 	if p.schema, err = changeSchema(end, p.Columns); err != nil {
 		return nil, window{}, err
+	}
+	if p.Layout = req.Layout; p.Layout == LayoutFlat {
+		if p.flat, err = flatSchema(req.Table, p.schema); err != nil {
+			return nil, window{}, err
+		}
 	}
 	p.wide = p.schema
 	if p.NetChanges {

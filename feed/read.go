@@ -25,11 +25,11 @@ import (
 func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 	if p.NetChanges {
 		// The net changes are computed from every change, then filtered.
-		return e.tracked(func(yield func(Batch, error) bool) {
+		return e.tracked(e.flattened(ctx, p, func(yield func(Batch, error) bool) {
 			e.readNet(ctx, p, e.readWindow(ctx, p, false, false), yield)
-		})
+		}))
 	}
-	return e.tracked(e.readWindow(ctx, p, p.foldUpdates, true))
+	return e.tracked(e.flattened(ctx, p, e.readWindow(ctx, p, p.foldUpdates, true)))
 }
 
 // readWindow streams the changes of each snapshot of the plan, in the

@@ -35,6 +35,9 @@ type Request struct {
 	FoldUpdates bool
 	// NetChanges collapses the window to its net changes.
 	NetChanges bool
+	// Layout is the shape of the change rows: LayoutRenderable (the
+	// default) or LayoutFlat. Not LayoutFlat with FoldUpdates.
+	Layout string
 	// Part, when set, reads only a part of the window (see Plan.Split):
 	// the changes its snapshots (or files) emit in the read of the whole
 	// window. Not with NetChanges.
@@ -108,6 +111,9 @@ func (r Request) Validate() error {
 		return err
 	}
 	if err := r.Part.validate(r.NetChanges); err != nil {
+		return err
+	}
+	if err := r.validateLayout(); err != nil {
 		return err
 	}
 	return checkNames("identity", r.Identity)

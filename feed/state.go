@@ -33,8 +33,8 @@ type StatePlan struct {
 }
 
 // Schema returns the output schema of the state's batches: the same
-// renderable change row as a window's (op, before, after, snapshot, ts).
-func (sp *StatePlan) Schema() *arrow.Schema { return sp.p.schema }
+// change row as a window's, in the request's layout.
+func (sp *StatePlan) Schema() *arrow.Schema { return sp.p.Schema() }
 
 // PlanState plans a read of the full state of the table at the snapshot
 // req.ToSnapshot (nil: the current snapshot), projected and filtered as
@@ -87,7 +87,7 @@ func (e *Engine) PlanState(ctx context.Context, req Request) (*StatePlan, error)
 // it, and an error ends the sequence (the rows before it are then not the
 // whole state).
 func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, error] {
-	return e.tracked(func(yield func(Batch, error) bool) {
+	return e.tracked(e.flattened(ctx, sp.p, func(yield func(Batch, error) bool) {
 		p := sp.p
 		ctx := compute.WithAllocator(ctx, e.opts.Allocator)
 		asm := newAssembler(e.opts.Allocator, p.schema, e.opts.MaxBatchRows, e.opts.MaxBatchBytes)
@@ -158,5 +158,5 @@ func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, 
 			pending = asm.empty()
 		}
 		flush(true)
-	})
+	}))
 }

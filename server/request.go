@@ -99,6 +99,7 @@ func validate(req *sluicev1.ChangeRequest) (*request, error) {
 		Identity:        req.GetIdentity(),
 		FoldUpdates:     req.GetFoldUpdates(),
 		NetChanges:      req.GetNetChanges(),
+		Layout:          req.GetLayout(),
 	}
 	if !isStream(req) {
 		if err := checkSplit(req, &w); err != nil {
@@ -141,7 +142,7 @@ func (r *request) shape() feed.Request {
 func (r *request) names() []string { return wireNames(r.wire) }
 
 func wireNames(req *sluicev1.ChangeRequest) []string {
-	out := append([]string{req.GetTable(), req.GetConsumer(), req.GetStart(), req.GetCompression()},
+	out := append([]string{req.GetTable(), req.GetConsumer(), req.GetStart(), req.GetCompression(), req.GetLayout()},
 		req.GetColumns()...)
 	return append(out, req.GetIdentity()...)
 }

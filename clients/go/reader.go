@@ -30,6 +30,39 @@ const (
 	ColumnTs = "ts"
 )
 
+// Layouts of the change rows, the values of ChangeRequest.Layout.
+const (
+	// LayoutRenderable is the default: the columns ColumnOp, ColumnBefore,
+	// ColumnAfter, ColumnSnapshot and ColumnTs.
+	LayoutRenderable = ""
+	// LayoutFlat is one row per change: the data columns of its image (the
+	// after-image of an insert or update_after, the before-image of a
+	// delete or update_before), then ColumnChangeType,
+	// ColumnCommitVersion and ColumnCommitTimestamp, as Delta's change data
+	// feed and Spark's CHANGES return them.
+	LayoutFlat = "flat"
+)
+
+// Columns the flat layout adds after the data columns.
+const (
+	// ColumnChangeType is the utf8 change type: insert, delete,
+	// update_preimage or update_postimage.
+	ColumnChangeType = "_change_type"
+	// ColumnCommitVersion is the int64 snapshot id (Iceberg) or version
+	// (Delta) that made the change.
+	ColumnCommitVersion = "_commit_version"
+	// ColumnCommitTimestamp is that commit's time, a timestamp[us, UTC].
+	ColumnCommitTimestamp = "_commit_timestamp"
+)
+
+// Change types, the values of ColumnChangeType in the flat layout.
+const (
+	ChangeInsert          = "insert"
+	ChangeDelete          = "delete"
+	ChangeUpdatePreimage  = "update_preimage"
+	ChangeUpdatePostimage = "update_postimage"
+)
+
 // Change operations, the values of the op column.
 const (
 	OpInsert       = "insert"

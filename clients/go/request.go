@@ -51,6 +51,12 @@ type ChangeRequest struct {
 	// Compression is the IPC body compression of the streamed batches: ""
 	// (none), "lz4" or "zstd".
 	Compression string
+	// Layout is the shape of the change rows: LayoutRenderable ("", the
+	// default: op, before, after, snapshot, ts) or LayoutFlat (the image's
+	// data columns, then _change_type, _commit_version and
+	// _commit_timestamp, as Delta's change data feed returns them). Not
+	// LayoutFlat with FoldUpdates.
+	Layout string
 	// MaxEndpoints asks Client.Endpoints to split the window into at most
 	// this many endpoints, to read in parallel (0 or 1: one). Changes reads
 	// them one after the other.
@@ -75,6 +81,9 @@ func (r ChangeRequest) proto(op string) (*sluicev1.ChangeRequest, error) {
 	if err := check("compression", r.Compression); err != nil {
 		return nil, err
 	}
+	if err := check("layout", r.Layout); err != nil {
+		return nil, err
+	}
 	for _, c := range r.Columns {
 		if err := check("column", c); err != nil {
 			return nil, err
@@ -97,6 +106,7 @@ func (r ChangeRequest) proto(op string) (*sluicev1.ChangeRequest, error) {
 		FoldUpdates:     r.FoldUpdates,
 		NetChanges:      r.NetChanges,
 		Compression:     r.Compression,
+		Layout:          r.Layout,
 		MaxEndpoints:    uint32(min(max(r.MaxEndpoints, 0), math.MaxUint32)),
 	}, nil
 }

@@ -51,13 +51,14 @@ type SubscribeRequest struct {
 	FromSnapshot *int64
 	// FromTimestampMs is an explicit start (StartFromTimestamp).
 	FromTimestampMs *int64
-	// Columns, Filter, Identity, FoldUpdates and Compression are those of
-	// ChangeRequest.
+	// Columns, Filter, Identity, FoldUpdates, Compression and Layout are
+	// those of ChangeRequest.
 	Columns     []string
 	Filter      string
 	Identity    []string
 	FoldUpdates bool
 	Compression string
+	Layout      string
 	// NoFollow ends the stream once it has caught up with the snapshot
 	// current when it started.
 	NoFollow bool
@@ -149,7 +150,7 @@ func (s *Subscription) open() (*ChangeReader, error) {
 	req := s.request()
 	cr := ChangeRequest{Table: req.Table, FromSnapshot: req.FromSnapshot, FromTimestampMs: req.FromTimestampMs,
 		Columns: req.Columns, Filter: req.Filter, Identity: req.Identity, FoldUpdates: req.FoldUpdates,
-		Compression: req.Compression}
+		Compression: req.Compression, Layout: req.Layout}
 	pr, err := cr.proto(op)
 	if err != nil {
 		return nil, err

@@ -111,7 +111,15 @@ type ChangeRequest struct {
 	// GetFlightInfo in the tickets of a split window: the rows of the
 	// window's read that these snapshots (and files) emit, in the window's
 	// schema, in the same order. Not with net_changes or a stream.
-	Part          *WindowPart `protobuf:"bytes,16,opt,name=part,proto3" json:"part,omitempty"`
+	Part *WindowPart `protobuf:"bytes,16,opt,name=part,proto3" json:"part,omitempty"`
+	// The shape of the change rows: "" (the default) is the renderable row
+	// (op, before, after, snapshot, ts); "flat" is one row per change with
+	// the image's data columns, then _change_type ("insert", "delete",
+	// "update_preimage", "update_postimage"), _commit_version (int64, the
+	// snapshot id or Delta version) and _commit_timestamp (timestamp[us,
+	// UTC]), as Delta's change data feed and Spark's CHANGES return them.
+	// Not with fold_updates (INVALID_ARGUMENT).
+	Layout        string `protobuf:"bytes,17,opt,name=layout,proto3" json:"layout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -256,6 +264,13 @@ func (x *ChangeRequest) GetPart() *WindowPart {
 		return x.Part
 	}
 	return nil
+}
+
+func (x *ChangeRequest) GetLayout() string {
+	if x != nil {
+		return x.Layout
+	}
+	return ""
 }
 
 // WindowPart is one endpoint's share of a split window: the snapshots
@@ -1678,7 +1693,7 @@ var File_sluice_v1_sluice_proto protoreflect.FileDescriptor
 
 const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\n" +
-	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\xed\x04\n" +
+	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\x85\x05\n" +
 	"\rChangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12/\n" +
@@ -1698,7 +1713,8 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\bconsumer\x18\r \x01(\tR\bconsumer\x12 \n" +
 	"\vcompression\x18\x0e \x01(\tR\vcompression\x12#\n" +
 	"\rmax_endpoints\x18\x0f \x01(\rR\fmaxEndpoints\x12)\n" +
-	"\x04part\x18\x10 \x01(\v2\x15.sluice.v1.WindowPartR\x04partB\x10\n" +
+	"\x04part\x18\x10 \x01(\v2\x15.sluice.v1.WindowPartR\x04part\x12\x16\n" +
+	"\x06layout\x18\x11 \x01(\tR\x06layoutB\x10\n" +
 	"\x0e_from_snapshotB\x14\n" +
 	"\x12_from_timestamp_msB\x0e\n" +
 	"\f_to_snapshotB\x12\n" +
