@@ -65,9 +65,10 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 all: build
 
-## build: build flightd into .tmp/bin
+## build: build flightd and the sluice CLI into .tmp/bin
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/flightd ./cmd/flightd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/sluice ./cmd/sluice
 
 ## run: serve the warehouse (WAREHOUSE, LISTEN, ARGS)
 run: build
@@ -224,10 +225,12 @@ checkfmt: checkfuzz
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '^gen/')
 
-## checkversion: flightd --version and the Python client report VERSION
+## checkversion: flightd --version, sluice version and the Python client report VERSION
 checkversion: build venv-demo
 	@v=$$($(BIN)/flightd --version) && test "$$(echo "$$v" | cut -d' ' -f2)" = "$(VERSION)" || \
 		{ echo "flightd --version says '$$v', VERSION says $(VERSION)"; exit 1; }
+	@v=$$($(BIN)/sluice version) && test "$$(echo "$$v" | cut -d' ' -f2)" = "$(VERSION)" || \
+		{ echo "sluice version says '$$v', VERSION says $(VERSION)"; exit 1; }
 	@$(PY) -c 'import importlib.metadata as m, sluice; v = (m.version("sluice-client"), sluice.__version__); \
 		assert v == ("$(VERSION)",) * 2, "the Python client says %s (metadata) and %s (sluice.__version__), VERSION says $(VERSION)" % v'
 
@@ -349,15 +352,17 @@ image:
 		"was built. Start one (or run this where one runs); 'make static' builds the same static flightd without Docker."; exit 1; }
 	docker build -t $(IMAGE):$(VERSION) .
 
-## dist: the release artifacts in .tmp/dist: the Python client's wheel and sdist, a static flightd for DIST_PLATFORMS
+## dist: the release artifacts in .tmp/dist: the Python client's wheel and sdist, a static flightd and sluice for DIST_PLATFORMS
 DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64
 dist: $(TMP)/pybuild/.installed
 	rm -rf $(DIST) clients/python/build && mkdir -p $(DIST)
 	$(TMP)/pybuild/bin/python -m build --outdir $(DIST) clients/python
 	@set -e; for p in $(DIST_PLATFORMS); do \
-		echo "flightd for $$p"; \
+		echo "flightd and sluice for $$p"; \
 		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(STATIC_FLAGS) \
 			-o $(DIST)/flightd-$(VERSION)-$${p%/*}-$${p#*/} ./cmd/flightd; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(STATIC_FLAGS) \
+			-o $(DIST)/sluice-$(VERSION)-$${p%/*}-$${p#*/} ./cmd/sluice; \
 	done
 	cd $(DIST) && sha256sum * > SHA256SUMS
 
