@@ -159,6 +159,8 @@ func cliWindows(snaps []sluice.Snapshot) []struct {
 		{"net", []string{"--net", "--from", id(0)}, sluice.ChangeRequest{Table: demo.Table, NetChanges: true, FromSnapshot: &snaps[0].ID}},
 		{"from a commit time, identity", []string{"--from", at, "--identity", "customer"},
 			sluice.ChangeRequest{Table: demo.Table, FromTimestampMs: &snaps[2].TimestampMs, Identity: []string{"customer"}}},
+		{"flat layout", []string{"--layout", "flat", "--from", id(0), "--columns", "order_id,status"},
+			sluice.ChangeRequest{Table: demo.Table, Layout: sluice.LayoutFlat, FromSnapshot: &snaps[0].ID, Columns: []string{"order_id", "status"}}},
 	}
 }
 
@@ -549,6 +551,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"changes", demo.Table, "--from", "99"}, 15, "NotFound"},
 		{[]string{"explain", demo.Table, "--filter", "amount >"}, 13, "InvalidArgument"},
 		{[]string{"tail", demo.Table, "--filter", "nope = 1"}, 13, "InvalidArgument"},
+		{[]string{"changes", demo.Table, "--layout", "flat", "--fold"}, 13, "InvalidArgument"},
 		{[]string{"changes", "e2e.nope", "--out", filepath.Join(dir, "nope.parquet")}, 15, "NotFound"},
 	} {
 		res := runCLI(t, ctx, srv.URI(), tt.args...)
@@ -692,6 +695,12 @@ func TestCLITail(t *testing.T) {
 		}
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("tail after SIGINT: %v; stderr %s", err, stderr.String())
+		}
+		// The flat layout's changes print the same.
+		renderable := mustCLI(t, ctx, srv.URI(), "tail", demo.Table, "--from", start, "--no-follow")
+		flat := mustCLI(t, ctx, srv.URI(), "tail", demo.Table, "--from", start, "--no-follow", "--layout", "flat")
+		if !strings.Contains(renderable, want[1]) || flat != renderable {
+			t.Fatalf("tail --layout flat:\n%s\nthe renderable rows:\n%s", flat, renderable)
 		}
 	})
 

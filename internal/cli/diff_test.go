@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	sluice "github.com/sluicefeed/sluice/clients/go"
 )
 
@@ -121,5 +123,52 @@ func TestColorChoice(t *testing.T) {
 				t.Fatalf("colored() = %v, %v; want %v", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// The flat layout renders as the renderable row does: its update pair
+// zipped, its change types in the table.
+func TestFlatLayout(t *testing.T) {
+	mem := checkedMem(t)
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: sluice.ColumnChangeType, Type: arrow.BinaryTypes.String},
+		{Name: sluice.ColumnCommitVersion, Type: arrow.PrimitiveTypes.Int64},
+		{Name: sluice.ColumnCommitTimestamp, Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	}, nil)
+	rec := record(t, mem, sc,
+		`{"id": 1, "name": "ann", "_change_type": "insert", "_commit_version": 3, "_commit_timestamp": "2026-11-30T08:00:00Z"}`,
+		`{"id": 1, "name": "ann", "_change_type": "update_preimage", "_commit_version": 4, "_commit_timestamp": "2026-11-30T09:00:00Z"}`,
+		`{"id": 1, "name": "Ann", "_change_type": "update_postimage", "_commit_version": 4, "_commit_timestamp": "2026-11-30T09:00:00Z"}`,
+		`{"id": 2, "name": null, "_change_type": "delete", "_commit_version": 4, "_commit_timestamp": "2026-11-30T09:00:00Z"}`)
+	defer rec.Release()
+	var out bytes.Buffer
+	d := &diffWriter{w: &out}
+	if err := d.write(decode(rec), sluice.BatchMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "@ snapshot 3  2026-11-30T08:00:00Z\n+ insert  id=1 name=ann\n" +
+		"@ snapshot 4  2026-11-30T09:00:00Z\n~ update  id=1 name=ann→Ann\n- delete  id=2 name=null\n"
+	if out.String() != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+	out.Reset()
+	tw := &tableWriter{w: &out}
+	if err := tw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want = strings.Join([]string{
+		"OP                SNAPSHOT  TS                    ID  NAME",
+		"insert            3         2026-11-30T08:00:00Z  1   ann",
+		"update_preimage   4         2026-11-30T09:00:00Z  1   ann",
+		"update_postimage  4         2026-11-30T09:00:00Z  1   Ann",
+		"delete            4         2026-11-30T09:00:00Z  2   null",
+		""}, "\n")
+	if out.String() != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), want)
 	}
 }

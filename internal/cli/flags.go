@@ -54,9 +54,9 @@ func parsePoint(flagName, v string) (point, error) {
 // requestFlags are the flags of a change request, shared by changes and
 // explain.
 type requestFlags struct {
-	from, to, filter, compression string
-	columns, identity             listFlag
-	net, fold                     bool
+	from, to, filter, compression, layout string
+	columns, identity                     listFlag
+	net, fold                             bool
 }
 
 func (r *requestFlags) register(fs *flag.FlagSet) {
@@ -68,6 +68,26 @@ func (r *requestFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.net, "net", false, "the net changes of the window per identity")
 	fs.BoolVar(&r.fold, "fold", false, "fold each update_before/update_after pair into one update row")
 	fs.StringVar(&r.compression, "compression", "", "the stream's compression: lz4 or zstd (default none)")
+	layoutFlag(fs, &r.layout)
+}
+
+// layoutFlag is --layout: renderable (op, before, after, snapshot, ts) or
+// flat (the image's columns, then _change_type, _commit_version,
+// _commit_timestamp, as Delta's change data feed).
+func layoutFlag(fs *flag.FlagSet, v *string) {
+	fs.StringVar(v, "layout", "renderable", "the `layout` of the change rows: renderable (op, before, after, snapshot, ts) or flat "+
+		"(the image's columns, then _change_type, _commit_version, _commit_timestamp, as Delta's change data feed; not with --fold)")
+}
+
+// layoutValue maps --layout to the request's Layout.
+func layoutValue(v string) (string, error) {
+	switch v {
+	case "renderable", "":
+		return sluice.LayoutRenderable, nil
+	case "flat":
+		return sluice.LayoutFlat, nil
+	}
+	return "", usagef("--layout %q: want renderable or flat", v)
 }
 
 // request builds the ChangeRequest of table.
@@ -80,9 +100,13 @@ func (r *requestFlags) request(table string) (sluice.ChangeRequest, error) {
 	if err != nil {
 		return sluice.ChangeRequest{}, err
 	}
+	layout, err := layoutValue(r.layout)
+	if err != nil {
+		return sluice.ChangeRequest{}, err
+	}
 	return sluice.ChangeRequest{Table: table, FromSnapshot: from.snapshot, FromTimestampMs: from.tsMs,
 		ToSnapshot: to.snapshot, ToTimestampMs: to.tsMs, Columns: r.columns, Filter: r.filter,
-		Identity: r.identity, FoldUpdates: r.fold, NetChanges: r.net, Compression: r.compression}, nil
+		Identity: r.identity, FoldUpdates: r.fold, NetChanges: r.net, Compression: r.compression, Layout: layout}, nil
 }
 
 // oneTable checks that args name exactly one table.

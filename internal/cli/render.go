@@ -11,18 +11,13 @@ import (
 	sluice "github.com/sluicefeed/sluice/clients/go"
 )
 
-// Columns of the flat layout ("layout": "flat"), after the data columns.
-const (
-	flatChangeType = "_change_type"
-	flatVersion    = "_commit_version"
-	flatTimestamp  = "_commit_timestamp"
-)
-
 // change is one change row decoded for display: its operation in the
 // renderable row's vocabulary, and its images as display strings (nil
 // when the image is absent), one per data column.
 type change struct {
-	op            string
+	// op is the operation in the renderable row's vocabulary; label is
+	// the change as the batch names it (the flat layout's _change_type).
+	op, label     string
 	snapshot      string
 	ts            string
 	before, after []cell
@@ -67,7 +62,7 @@ func decode(rec arrow.RecordBatch) decoded {
 	if op >= 0 && before >= 0 && after >= 0 {
 		return decodeRenderable(rec, op, before, after, idx(sluice.ColumnSnapshot), idx(sluice.ColumnTs))
 	}
-	return decodeFlat(rec, idx(flatChangeType), idx(flatVersion), idx(flatTimestamp))
+	return decodeFlat(rec, idx(sluice.ColumnChangeType), idx(sluice.ColumnCommitVersion), idx(sluice.ColumnCommitTimestamp))
 }
 
 func decodeRenderable(rec arrow.RecordBatch, opI, beforeI, afterI, snapI, tsI int) decoded {
@@ -85,6 +80,7 @@ func decodeRenderable(rec arrow.RecordBatch, opI, beforeI, afterI, snapI, tsI in
 		if ops != nil && ops.IsValid(i) {
 			c.op = ops.Value(i)
 		}
+		c.label = c.op
 		if bs != nil && bs.IsValid(i) {
 			c.before = structCells(bs, i)
 		}
@@ -112,8 +108,8 @@ func structCells(s *array.Struct, i int) []cell {
 
 // flatOps maps the flat layout's change types to the renderable row's ops.
 var flatOps = map[string]string{
-	"insert": sluice.OpInsert, "delete": sluice.OpDelete,
-	"update_preimage": sluice.OpUpdateBefore, "update_postimage": sluice.OpUpdateAfter,
+	sluice.ChangeInsert: sluice.OpInsert, sluice.ChangeDelete: sluice.OpDelete,
+	sluice.ChangeUpdatePreimage: sluice.OpUpdateBefore, sluice.ChangeUpdatePostimage: sluice.OpUpdateAfter,
 }
 
 func decodeFlat(rec arrow.RecordBatch, typeI, versionI, tsI int) decoded {
@@ -126,10 +122,11 @@ func decodeFlat(rec arrow.RecordBatch, typeI, versionI, tsI int) decoded {
 		}
 	}
 	for i := range int(rec.NumRows()) {
-		c := change{op: sluice.OpInsert}
+		c := change{op: sluice.OpInsert, label: sluice.ChangeInsert}
 		if typeI >= 0 {
-			c.op = display(rec.Column(typeI), i).text
-			if op, ok := flatOps[c.op]; ok {
+			c.label = display(rec.Column(typeI), i).text
+			c.op = c.label
+			if op, ok := flatOps[c.label]; ok {
 				c.op = op
 			}
 		}

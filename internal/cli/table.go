@@ -43,7 +43,7 @@ func (t *tableWriter) Write(rec arrow.RecordBatch) error {
 		t.columns = append([]string{"op", "snapshot", "ts"}, d.columns...)
 	}
 	for _, c := range d.rows {
-		row := []styled{{c.op, opStyle(c.op)}, {c.snapshot, ""}, {c.ts, ""}}
+		row := []styled{{c.label, opStyle(c.op)}, {c.snapshot, ""}, {c.ts, ""}}
 		img := c.image()
 		for j, v := range img {
 			s := styled{text: v.text}

@@ -43,6 +43,8 @@ snapshot, and --ack acknowledges each snapshot once it is printed.`,
 			filter := fs.String("filter", "", "a SQL boolean `expression` over data columns")
 			format := fs.String("o", "diff", "the `format`: diff or jsonl")
 			noFollow := fs.Bool("no-follow", false, "stop once caught up with the snapshot current at the start")
+			var layout string
+			layoutFlag(fs, &layout)
 			return func(ctx context.Context, a *app, args []string) error {
 				table, err := oneTable(args)
 				if err != nil {
@@ -50,6 +52,9 @@ snapshot, and --ack acknowledges each snapshot once it is printed.`,
 				}
 				req := sluice.SubscribeRequest{Table: table, Consumer: *consumer, Start: *start, Columns: columns,
 					Identity: identity, Filter: *filter, NoFollow: *noFollow, Reconnect: true}
+				if req.Layout, err = layoutValue(layout); err != nil {
+					return err
+				}
 				if *ack && *consumer == "" {
 					return usagef("--ack needs --consumer")
 				}
