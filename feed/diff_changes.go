@@ -122,7 +122,10 @@ func (d *diffReader) emitChanges(ctx context.Context, asm *assembler, p *Plan, s
 			return err
 		}
 	}
-	rows, err := orderChanges(cs, dels, ins, identityColumns(cs, pairingKey(p, sp)), fold)
+	// A format's own pair column is null on rows that are no update's
+	// image (a plain delete or insert of the same commit): those never pair.
+	nullsPair := len(p.Identity) > 0 || sp.pairKey == ""
+	rows, err := orderChanges(cs, dels, ins, identityColumns(cs, pairingKey(p, sp)), nullsPair, fold)
 	if err != nil {
 		return err
 	}
@@ -189,6 +192,17 @@ func keyOf(buf []byte, batches []arrow.RecordBatch, ref rowRef, cols []int) ([]b
 		}
 	}
 	return buf, nil
+}
+
+// keyHasNull reports whether a row's key holds a null.
+func keyHasNull(batches []arrow.RecordBatch, ref rowRef, cols []int) bool {
+	rec := batches[ref.b]
+	for _, c := range cols {
+		if rec.Column(c).IsNull(int(ref.r)) {
+			return true
+		}
+	}
+	return false
 }
 
 // cancelCarryOver removes the rows that the snapshot deleted and re-inserted
@@ -263,9 +277,10 @@ type change struct {
 // orderChanges arranges a snapshot's changes: deletes first, then update
 // pairs (each update_before immediately followed by its update_after), then
 // inserts. With identity columns, a deleted and an inserted row of the same
-// key pair up, in order; with fold, a pair becomes one update row. Indexes
-// are into dels and ins.
-func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, fold bool) ([]change, error) {
+// key pair up, in order (a key with a null pairs only when nullsPair is
+// set); with fold, a pair becomes one update row. Indexes are into dels and
+// ins.
+func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, nullsPair, fold bool) ([]change, error) {
 	var out []change
 	pairOf := make([]int, len(ins)) // the deleted row an inserted row pairs with, or -1
 	for i := range pairOf {
@@ -277,12 +292,18 @@ func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, fold bool) 
 		var key []byte
 		var err error
 		for i, ref := range dels {
+			if !nullsPair && keyHasNull(cs.dels, ref, identity) {
+				continue
+			}
 			if key, err = keyOf(key[:0], cs.dels, ref, identity); err != nil {
 				return nil, err
 			}
 			byKey[string(key)] = append(byKey[string(key)], i)
 		}
 		for i, ref := range ins {
+			if !nullsPair && keyHasNull(cs.ins, ref, identity) {
+				continue
+			}
 			if key, err = keyOf(key[:0], cs.ins, ref, identity); err != nil {
 				return nil, err
 			}
