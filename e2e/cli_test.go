@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/internal/demo"
+	"github.com/sluicefeed/sluice/internal/docmd"
 	"github.com/sluicefeed/sluice/internal/tablewrite"
 )
 
@@ -678,12 +680,14 @@ func TestCLITail(t *testing.T) {
 			fmt.Sprintf("@ snapshot %d  ", snap),
 			`~ update  order_id=1003 customer="Mia Koskinen" country=FI amount=310.25 status=placed→shipped created_at=2026-11-30T08:04:05Z`,
 		}
+		var got []string
 		for i, w := range want {
 			select {
 			case l, ok := <-lines:
 				if !ok || !strings.HasPrefix(l, w) {
 					t.Fatalf("line %d: %q (open %v), want %q; stderr %s", i, l, ok, w, stderr.String())
 				}
+				got = append(got, l)
 			case <-time.After(30 * time.Second):
 				t.Fatalf("no line %d (%q) 30s after the commit; stderr %s", i, w, stderr.String())
 			}
@@ -695,6 +699,14 @@ func TestCLITail(t *testing.T) {
 		}
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("tail after SIGINT: %v; stderr %s", err, stderr.String())
+		}
+		// README.md's sample is this output, but for the snapshot's id
+		// and time.
+		sample := strings.Split(strings.TrimSuffix(readmeCLI(t, "text")[0], "\n"), "\n")
+		norm := regexp.MustCompile(`^@ snapshot \d+  \S+  commit_seq \d+$`)
+		if len(sample) != 3 || sample[0] != "$ sluice tail "+demo.Table || !norm.MatchString(sample[1]) ||
+			!norm.MatchString(got[0]) || sample[2] != got[1] {
+			t.Fatalf("README.md's tail sample:\n%s\nsluice tail printed:\n%s", strings.Join(sample, "\n"), strings.Join(got, "\n"))
 		}
 		// The flat layout's changes print the same.
 		renderable := mustCLI(t, ctx, srv.URI(), "tail", demo.Table, "--from", start, "--no-follow")
@@ -849,4 +861,81 @@ func TestCLIAuth(t *testing.T) {
 	if res.code != 0 || strings.Count(res.stdout, "\n") != n {
 		t.Fatalf("exit %d, %d lines, want %d; %s", res.code, strings.Count(res.stdout, "\n"), n, res.stderr)
 	}
+}
+
+// readmeCLI returns the fenced blocks of README.md's subsection on the
+// CLI whose info string is info.
+func readmeCLI(t *testing.T, info string) []string {
+	t.Helper()
+	doc := docmd.Read(t, "../README.md")
+	const head = "### The terminal: `sluice`\n"
+	i := strings.Index(doc, head)
+	if i < 0 {
+		t.Fatalf("README.md has no %q", head)
+	}
+	sec := doc[i+len(head):]
+	if j := strings.Index(sec, "\n#"); j >= 0 {
+		sec = sec[:j]
+	}
+	var blocks []string
+	for {
+		k := strings.Index(sec, "```"+info+"\n")
+		if k < 0 {
+			break
+		}
+		sec = sec[k+len(info)+4:]
+		end := strings.Index(sec, "```\n")
+		if end < 0 {
+			t.Fatalf("README.md: a ```%s block of the CLI's subsection is not closed", info)
+		}
+		blocks = append(blocks, sec[:end])
+		sec = sec[end+4:]
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("README.md's CLI subsection has no ```%s block", info)
+	}
+	return blocks
+}
+
+// TestCLIReadme runs the shell block of README.md's CLI subsection, as
+// is, against the demo table: every command succeeds, and the files it
+// writes hold the Go client's rows.
+func TestCLIReadme(t *testing.T) {
+	srv, _ := startDemo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	blocks := readmeCLI(t, "sh")
+	if len(blocks) != 1 {
+		t.Fatalf("%d sh blocks, want 1", len(blocks))
+	}
+	dir := t.TempDir()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", blocks[0])
+	cmd.Dir = dir
+	cmd.Env = cliEnv("SLUICE_URI="+srv.URI(), "PATH="+filepath.Dir(sluiceBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's commands: %v\n%s", err, out)
+	}
+	for _, want := range []string{"demo.orders  iceberg v2", "SNAPSHOT", "update_after", "equality-delete", "(full state)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the README's commands printed no %q:\n%s", want, out)
+		}
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	c := dialGo(t, ctx, srv.URI())
+	flat, _ := clientFeed(t, ctx, c, mem, sluice.ChangeRequest{Table: demo.Table, Layout: sluice.LayoutFlat})
+	defer flat.Release()
+	got := readBack(t, mem, "parquet", filepath.Join(dir, "changes.parquet"))
+	defer got.Release()
+	if !sameColumns(got, flat) {
+		t.Fatalf("changes.parquet:\n%v\nthe Go client's flat feed:\n%v", got, flat)
+	}
+	net, _ := clientFeed(t, ctx, c, mem, sluice.ChangeRequest{Table: demo.Table, NetChanges: true})
+	defer net.Release()
+	b, err := os.ReadFile(filepath.Join(dir, "net.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCSV(t, string(b), net)
 }
