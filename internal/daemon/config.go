@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,6 +115,16 @@ type Config struct {
 	// line, stacks and heap profiles, to anyone who reaches the address.
 	// Default false.
 	AllowPublicMetrics bool `yaml:"allow_public_metrics"`
+	// HTTPListen, when set, serves the web console (internal/console) on
+	// http://<addr>/ (--http-listen): the tables, their snapshot timelines,
+	// the changes of a window and a live view, with the same
+	// authentication and grants as the gRPC calls (a bearer token, or the
+	// basic login), over HTTPS when TLS is configured. It may be the
+	// metrics address: one server then serves both. Default: off. An
+	// address that is not loopback needs authentication (not mtls: the
+	// console takes bearer tokens and passwords), and TLS (or
+	// auth.allow_plaintext) like the gRPC address.
+	HTTPListen string `yaml:"http_listen"`
 	// Reflection registers gRPC server reflection, for grpcurl
 	// (--reflection). Default false.
 	Reflection bool `yaml:"reflection"`
@@ -280,6 +291,9 @@ func (c Config) Validate() error {
 	if err := c.validateMetrics(); err != nil {
 		return err
 	}
+	if err := c.validateHTTP(); err != nil {
+		return err
+	}
 	for _, n := range []struct {
 		flag  string
 		value float64
@@ -358,6 +372,42 @@ func (c Config) validateMetrics() error {
 	return fmt.Errorf("%w: --metrics-listen %q is not a loopback address, and %s to anyone who reaches it: "+
 		"serve it on 127.0.0.1, or pass --allow-public-metrics when a firewall keeps it private", ErrConfig,
 		c.MetricsListen, exposes)
+}
+
+// validateHTTP checks the console's address: the console serves table
+// rows, so an address that is not loopback needs authentication by bearer
+// token or password (the console cannot take client certificates), and
+// TLS for those, as the gRPC address does.
+func (c Config) validateHTTP() error {
+	if c.HTTPListen == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPListen); err != nil {
+		return fmt.Errorf("%w: --http-listen %q: %v", ErrConfig, c.HTTPListen, unwrapAddrError(err))
+	}
+	var modes []string
+	for m := range strings.SplitSeq(c.Auth.Mode, ",") {
+		modes = append(modes, strings.ToLower(strings.TrimSpace(m)))
+	}
+	if slices.Contains(modes, auth.ModeMTLS) {
+		return fmt.Errorf("%w: --http-listen: the web console authenticates with bearer tokens or the basic "+
+			"login, not client certificates (--auth-mode %s): use mode token or basic to serve it", ErrConfig,
+			c.Auth.Mode)
+	}
+	if auth.IsLoopback(c.HTTPListen) {
+		return nil
+	}
+	if authOff(c.Auth.Mode) {
+		return fmt.Errorf("%w: --http-listen %q is not a loopback address, and authentication is off: the web "+
+			"console would serve the tables' rows to anyone who reaches it: serve it on 127.0.0.1, or set "+
+			"--auth-mode token or basic", ErrConfig, c.HTTPListen)
+	}
+	if !c.Auth.TLS.Enabled() && !c.Auth.AllowPlaintext {
+		return fmt.Errorf("%w: --http-listen %q is not a loopback address, and without TLS the console's tokens "+
+			"and passwords cross the network in the clear: set --tls-cert-file and --tls-key-file (the console "+
+			"then speaks HTTPS), or auth.allow_plaintext behind a TLS-terminating proxy", ErrConfig, c.HTTPListen)
+	}
+	return nil
 }
 
 // publicMetrics returns, when the metrics are served on an address that is

@@ -122,6 +122,8 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "serve Prometheus /metrics and /healthz on this address")
 	fs.BoolVar(&c.AllowPublicMetrics, "allow-public-metrics", c.AllowPublicMetrics,
 		"let --metrics-listen be an address that is not loopback (its metrics expose table names, --pprof the process's internals)")
+	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen,
+		"serve the web console on this address (may be the metrics address)")
 	fs.BoolVar(&c.Reflection, "reflection", c.Reflection, "register gRPC server reflection")
 	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve /debug/pprof/ on the metrics address")
 	fs.IntVar(&c.Limits.MaxStreams, "max-streams", c.Limits.MaxStreams, "streaming calls at once, 0: no limit")
@@ -317,6 +319,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_TLS_KEY_FILE":       &cfg.Auth.TLS.KeyFile,
 		"SLUICE_TLS_CLIENT_CA_FILE": &cfg.Auth.TLS.ClientCAFile,
 		"SLUICE_METRICS_LISTEN":     &cfg.MetricsListen,
+		"SLUICE_HTTP_LISTEN":        &cfg.HTTPListen,
 		"SLUICE_LISTEN":             &cfg.Listen,
 		"SLUICE_WAREHOUSE":          &cfg.Catalog.Warehouse,
 		"SLUICE_CATALOG_TYPE":       &cfg.Catalog.Type,

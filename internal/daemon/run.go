@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -134,17 +132,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.Reflection {
 		reflection.Register(gs)
 	}
-	if cfg.MetricsListen != "" {
-		if exposed := cfg.publicMetrics(); exposed != "" {
-			log.Warn("metrics served on an address that is not loopback (--allow-public-metrics)",
-				"metrics_listen", cfg.MetricsListen, "exposes", exposed)
-		}
-		stopMetrics, err := serveMetrics(cfg.MetricsListen, cfg.Pprof, metrics, log)
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
+	if exposed := cfg.publicMetrics(); exposed != "" {
+		log.Warn("metrics served on an address that is not loopback (--allow-public-metrics)",
+			"metrics_listen", cfg.MetricsListen, "exposes", exposed)
 	}
+	consoleURL, stopHTTP, err := httpServices{cfg: cfg, metrics: metrics, srv: srv, authn: authn, tlsConfig: tlsConfig,
+		log: log}.serveHTTP()
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -171,6 +168,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	} else {
 		fmt.Fprintf(out, "flightd serving on %s\n", uri)
 	}
+	if consoleURL != "" {
+		fmt.Fprintf(out, "web console on %s\n", consoleURL)
+	}
 
 	select {
 	case err := <-serveErr:
@@ -182,6 +182,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	// Follow streams never end by themselves: end them (Unavailable "server
 	// shutting down") so that GracefulStop waits only for bounded reads.
 	srv.Shutdown()
+	stopHTTP() // the console's live streams end with the follow streams
 	stopped := make(chan struct{})
 	go func() {
 		gs.GracefulStop()
@@ -198,32 +199,6 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		log.Warn("reads left running at shutdown", "error", err.Error())
 	}
 	return nil
-}
-
-// serveMetrics serves /metrics and /healthz over HTTP.
-func serveMetrics(addr string, profiles bool, m *server.Metrics, log *slog.Logger) (stop func(), err error) {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, listenError(err))
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Handler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	if profiles {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "error", err)
-		}
-	}()
-	log.Info("serving metrics", "address", lis.Addr().String())
-	return func() { _ = hs.Close() }, nil
 }
 
 // listenError is the reason of a failed listen, without the address that
