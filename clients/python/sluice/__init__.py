@@ -11,6 +11,7 @@ Example::
             ...
         # A DataFrame whose int64 ids stay exact (not floats):
         df = sluice.to_pandas(client.changes("demo.orders", net_changes=True), flatten=True)
+        pl_df = sluice.to_polars(client.changes("demo.orders"))   # needs polars
         for b in client.batches("demo.orders"):
             if b.snapshot_complete:
                 checkpoint = b.snapshot
@@ -26,7 +27,7 @@ name and whose ``message`` is the server's message.
 """
 
 from .client import DEFAULT_URI, ChangeBatch, Client, connect
-from .frames import to_pandas
+from .frames import to_pandas, to_polars
 from .subscription import DEFAULT_MAX_BACKOFF, START_MODES, FollowBatch, Subscription
 from .errors import (
     Cancelled,
@@ -56,6 +57,7 @@ __all__ = [
     "Client",
     "connect",
     "to_pandas",
+    "to_polars",
     "DEFAULT_MAX_BACKOFF",
     "FollowBatch",
     "Subscription",

@@ -12,12 +12,13 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from .errors import PYARROW_ERRORS, FailedPrecondition, Internal, InvalidArgument, from_exception, translated
-from .frames import to_pandas
+from .frames import to_pandas, to_polars
 from .request import change_request, encode
 from .subscription import DEFAULT_MAX_BACKOFF, FollowBatch, Subscription, stream_request
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
+    import polars
 
 __all__ = ["DEFAULT_URI", "ChangeBatch", "Client", "FollowBatch", "Subscription", "connect"]
 
@@ -127,6 +128,11 @@ class ChangeBatch:
         ids stay int64, nulls are ``<NA>``): see :func:`sluice.to_pandas`."""
         return to_pandas(self.batch, flatten=flatten)
 
+    def to_polars(self, *, flatten: bool = False) -> "polars.DataFrame":
+        """Return the batch's rows as a ``polars.DataFrame``: see
+        :func:`sluice.to_polars`."""
+        return to_polars(self.batch, flatten=flatten)
+
 
 class Client:
     """A connection to a Sluice server.
@@ -190,7 +196,8 @@ class Client:
         """Return the FlightCallOptions of a call: the headers, and for a
         unary call the timeout."""
         return flight.FlightCallOptions(
-            headers=self._headers or None,
+            # pyarrow takes bytes as well as str (pyarrow-stubs say only str).
+            headers=self._headers or None,  # type: ignore[arg-type]
             timeout=self._timeout if unary else None,
         )
 
@@ -222,7 +229,7 @@ class Client:
         with self._lock:
             self._streams.discard(stream)
 
-    def _action(self, name: str, body: Dict[str, Any]) -> Any:
+    def _action(self, name: str, body: Dict[str, Any]) -> Dict[str, Any]:
         self._check_open()
         results: List[bytes] = []
         with translated():
@@ -231,9 +238,12 @@ class Client:
         if len(results) != 1:
             raise Internal(f"action {name!r} returned {len(results)} results, want 1")
         try:
-            return json.loads(results[0])
+            result = json.loads(results[0])
         except ValueError as exc:
             raise Internal(f"action {name!r} returned a result that is not JSON: {results[0][:200]!r}") from exc
+        if not isinstance(result, dict):
+            raise Internal(f"action {name!r} returned a result that is not a JSON object: {results[0][:200]!r}")
+        return result
 
     # -- change feeds -----------------------------------------------------
 
@@ -250,6 +260,7 @@ class Client:
         from_timestamp_ms: Optional[int] = None,
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
+        layout: Optional[str] = None,
     ) -> flight.FlightInfo:
         """Plan a change window with GetFlightInfo and return the FlightInfo.
 
@@ -260,7 +271,7 @@ class Client:
         those of :meth:`changes`.
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                             net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+                             net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
         self._check_open()
         with translated():
             return self._flight.get_flight_info(flight.FlightDescriptor.for_command(encode(req)),
@@ -316,6 +327,7 @@ class Client:
         from_timestamp_ms: Optional[int] = None,
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
+        layout: Optional[str] = None,
     ) -> Iterator[ChangeBatch]:
         """Stream a change window as :class:`ChangeBatch` objects.
 
@@ -332,7 +344,7 @@ class Client:
             SluiceError: on failure, also while iterating.
         """
         info = self.flight_info(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                                net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
         return self._change_batches(info)
 
     def _change_batches(self, info: flight.FlightInfo) -> Iterator[ChangeBatch]:
@@ -359,6 +371,7 @@ class Client:
         from_timestamp_ms: Optional[int] = None,
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
+        layout: Optional[str] = None,
     ) -> pa.RecordBatchReader:
         """Read the row changes of a table over the window ``(from, to]``.
 
@@ -391,6 +404,13 @@ class Client:
                 with ``to_snapshot``.
             compression: IPC body compression on the wire: None, ``"lz4"``
                 or ``"zstd"``.
+            layout: The shape of the rows: None (the default) for the row
+                above; ``"flat"`` for one row per change with the image's
+                data columns, then ``_change_type`` (``insert``,
+                ``delete``, ``update_preimage``, ``update_postimage``),
+                ``_commit_version`` and ``_commit_timestamp``, as Delta's
+                change data feed and Spark's ``CHANGES`` return them (not
+                with ``fold_updates``).
 
         Returns:
             A ``pyarrow.RecordBatchReader``. A failure mid-stream raises a
@@ -404,7 +424,7 @@ class Client:
             SluiceError: The request was refused or could not be planned.
         """
         info = self.flight_info(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                                net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
         batches = (data for data, _ in self._chunks(info) if data is not None)
         return pa.RecordBatchReader.from_batches(info.schema, batches)
 
@@ -421,6 +441,7 @@ class Client:
         from_timestamp_ms: Optional[int] = None,
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
+        layout: Optional[str] = None,
     ) -> pa.Table:
         """Read a whole change window into a ``pyarrow.Table``.
 
@@ -431,7 +452,7 @@ class Client:
         ``to_pandas()`` turns int64 ids under a null image into floats.
         """
         reader = self.changes(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                              net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+                              net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
         with translated():
             return reader.read_all()
 
@@ -448,6 +469,7 @@ class Client:
         net_changes: bool = False,
         from_timestamp_ms: Optional[int] = None,
         to_timestamp_ms: Optional[int] = None,
+        layout: Optional[str] = None,
     ) -> pa.Schema:
         """Return the output schema of a change request without reading data
         (GetSchema).
@@ -456,12 +478,14 @@ class Client:
         onto ``columns``. Arguments are those of :meth:`changes`.
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                             net_changes, from_timestamp_ms, to_timestamp_ms)
+                             net_changes, from_timestamp_ms, to_timestamp_ms, layout=layout)
         self._check_open()
         with translated():
             result = self._flight.get_schema(flight.FlightDescriptor.for_command(encode(req)),
                                              options=self.call_options())
-            return result.schema
+            # A SchemaResult (pyarrow-stubs say a Schema).
+            schema: pa.Schema = result.schema  # type: ignore[attr-defined]
+            return schema
 
     # -- control ----------------------------------------------------------
 
@@ -510,6 +534,7 @@ class Client:
         from_timestamp_ms: Optional[int] = None,
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
+        layout: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Plan a change window without reading data and return the plan.
 
@@ -522,7 +547,7 @@ class Client:
             ``strategy`` and the ``files`` it reads.
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                             net_changes, from_timestamp_ms, to_timestamp_ms, compression)
+                             net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
         return self._action("explain", req)
 
     # -- following --------------------------------------------------------
@@ -544,6 +569,7 @@ class Client:
         reconnect: bool = False,
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         compression: Optional[str] = None,
+        layout: Optional[str] = None,
     ) -> Subscription:
         """Follow a table's change feed: an iterator of :class:`FollowBatch`.
 
@@ -566,7 +592,7 @@ class Client:
                 (with ``from_snapshot``), ``"from-timestamp"`` (with
                 ``from_timestamp_ms``: changes from the first snapshot
                 committed at or after it).
-            columns, filter, identity, fold_updates, compression: As in
+            columns, filter, identity, fold_updates, compression, layout: As in
                 :meth:`changes`.
             from_snapshot, from_timestamp_ms: An explicit start.
             follow: False ends the stream once it has caught up.
@@ -588,7 +614,7 @@ class Client:
             SluiceError: when the stream cannot start, and while iterating.
         """
         req = stream_request(table, consumer, start, follow, from_snapshot, from_timestamp_ms, columns, filter,
-                             identity, fold_updates, compression)
+                             identity, fold_updates, compression, layout)
         if not isinstance(max_backoff, (int, float)) or isinstance(max_backoff, bool) or max_backoff <= 0:
             raise TypeError("max_backoff must be a positive number of seconds")
         return Subscription(self, req, heartbeats=heartbeats, reconnect=reconnect, max_backoff=float(max_backoff))

@@ -85,7 +85,7 @@ class SluiceError(Exception):
         """Return the class, code and message."""
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
 
-    def __reduce__(self):  # keep code and message through pickling
+    def __reduce__(self) -> Tuple[Type["SluiceError"], Tuple[str, str]]:  # keep code and message through pickling
         """Support pickling (for multiprocessing and friends)."""
         return (type(self), (self.message, self.code))
 

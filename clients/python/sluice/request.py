@@ -14,10 +14,13 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from .errors import InvalidArgument
 
-__all__ = ["COMPRESSIONS", "change_request", "encode"]
+__all__ = ["COMPRESSIONS", "LAYOUTS", "change_request", "encode"]
 
 #: The IPC body compressions the server offers ("" and None: none).
 COMPRESSIONS = ("", "lz4", "zstd")
+
+#: The layouts of the change rows ("" and None: the row, op/before/after/snapshot/ts).
+LAYOUTS = ("", "flat")
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -77,6 +80,7 @@ def change_request(
     from_timestamp_ms: Optional[int] = None,
     to_timestamp_ms: Optional[int] = None,
     compression: Optional[str] = None,
+    layout: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Validate the arguments of a change request and return its JSON object.
 
@@ -130,6 +134,16 @@ def change_request(
             raise InvalidArgument(f'compression {compression!r}: want None or "" (none), "lz4" or "zstd"')
         if compression:
             req["compression"] = compression
+    if layout is not None:
+        if not isinstance(layout, str):
+            raise TypeError(f"layout must be a str, not {type(layout).__name__}")
+        if layout not in LAYOUTS:
+            raise InvalidArgument(f'layout {layout!r}: want None or "" (the row: op, before, after, snapshot, ts) '
+                                  f'or "flat"')
+        if layout == "flat" and fold_updates:
+            raise InvalidArgument("layout 'flat' holds one image per row, so not fold_updates (two images in one row)")
+        if layout:
+            req["layout"] = layout
     return req
 
 

@@ -12,11 +12,12 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from .errors import FailedPrecondition, InvalidArgument, SluiceError, Unavailable, translated
-from .frames import to_pandas
+from .frames import to_pandas, to_polars
 from .request import change_request, encode
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
+    import polars
 
     from .client import Client
 
@@ -50,11 +51,12 @@ def _consumer(consumer: Any) -> Optional[str]:
 def stream_request(table: str, consumer: Optional[str], start: Optional[str], follow: bool,
                    from_snapshot: Optional[int], from_timestamp_ms: Optional[int],
                    columns: Optional[Sequence[str]], filter: Optional[str], identity: Optional[Sequence[str]],
-                   fold_updates: bool, compression: Optional[str]) -> Dict[str, Any]:
+                   fold_updates: bool, compression: Optional[str],
+                   layout: Optional[str] = None) -> Dict[str, Any]:
     """Validate the arguments of a stream request and return its JSON
     object (see :meth:`Client.subscribe`)."""
     req = change_request(table, from_snapshot, None, columns, filter, identity, fold_updates, False,
-                         from_timestamp_ms, None, compression)
+                         from_timestamp_ms, None, compression, layout)
     if not isinstance(follow, bool):
         raise TypeError(f"follow must be a bool, not {type(follow).__name__}")
     if start is not None:
@@ -141,6 +143,11 @@ class FollowBatch:
         ids stay int64, nulls are ``<NA>``): see :func:`sluice.to_pandas`."""
         return to_pandas(self.batch, flatten=flatten)
 
+    def to_polars(self, *, flatten: bool = False) -> "polars.DataFrame":
+        """Return the batch's rows as a ``polars.DataFrame``: see
+        :func:`sluice.to_polars`."""
+        return to_polars(self.batch, flatten=flatten)
+
     def ack(self) -> Dict[str, Any]:
         """Acknowledge this checkpoint: the consumer has processed every
         change up to and including :attr:`snapshot`; a later subscription
@@ -157,9 +164,10 @@ class FollowBatch:
         sub = self._subscription
         if sub is None or sub.consumer is None:
             raise FailedPrecondition("ack needs a subscription with a consumer id")
-        if not self.snapshot_complete or self.heartbeat:
+        snapshot = self.snapshot
+        if not self.snapshot_complete or self.heartbeat or snapshot is None:
             raise FailedPrecondition("only a batch whose snapshot_complete is true is a checkpoint to acknowledge")
-        return sub.client.ack(sub.consumer, sub.table, self.snapshot)
+        return sub.client.ack(sub.consumer, sub.table, snapshot)
 
 
 class Subscription:
@@ -255,12 +263,20 @@ class Subscription:
             self._stream = stream
         self.client._track(stream)
 
+    def _current(self) -> flight.FlightStreamReader:
+        """The stream open now (``_open`` sets it before the constructor
+        returns)."""
+        stream = self._stream
+        if stream is None:  # pragma: no cover - _open ran in __init__
+            raise FailedPrecondition("the subscription has no stream")
+        return stream
+
     def _batches(self) -> Iterator[FollowBatch]:
         from .client import _parse_metadata  # noqa: PLC0415 - avoid an import cycle
 
         backoff = _FIRST_BACKOFF
         while True:
-            stream = self._stream
+            stream = self._current()
             schema_changed = False
             try:
                 with translated():
@@ -330,8 +346,10 @@ class Subscription:
     @property
     def schema(self) -> pa.Schema:
         """The schema of the change rows (blocks for the first message)."""
+        stream = self._current()
         with translated():
-            return self._stream.schema
+            schema: pa.Schema = stream.schema
+            return schema
 
     def close(self) -> None:
         """Cancel the stream. Idempotent; safe from another thread."""

@@ -118,3 +118,15 @@ def test_wrong_types_raise_type_error(kwargs):
 def test_a_single_column_name_gets_a_helpful_message():
     with pytest.raises(TypeError, match=r"write \['id'\]"):
         change_request("a.b", columns="id")
+
+
+def test_layout_is_sent_when_flat():
+    assert change_request("a.b", layout="flat") == {"table": "a.b", "layout": "flat"}
+    assert change_request("a.b", layout="") == {"table": "a.b"}
+    assert change_request("a.b", layout=None) == {"table": "a.b"}
+    with pytest.raises(sluice.InvalidArgument, match="layout 'wide'"):
+        change_request("a.b", layout="wide")
+    with pytest.raises(sluice.InvalidArgument, match="not fold_updates"):
+        change_request("a.b", layout="flat", fold_updates=True)
+    with pytest.raises(TypeError, match="layout must be a str"):
+        change_request("a.b", layout=1)
