@@ -118,6 +118,12 @@ func (f *flightService) DoAction(act *flight.Action, stream flight.FlightService
 	ctx := stream.Context()
 	name := act.GetType()
 	call := "DoAction " + clipName(name)
+	if sqlActions[name] {
+		if err := f.sql.DoAction(act, stream); err != nil {
+			return f.s.fail(ctx, call, err)
+		}
+		return nil
+	}
 	i := slices.IndexFunc(actionTypes, func(a *flight.ActionType) bool { return a.Type == name })
 	if i < 0 {
 		names := make([]string, len(actionTypes))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	flightgen "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -19,6 +20,8 @@ import (
 type flightService struct {
 	flight.BaseFlightServer
 	s *Server
+	// sql routes Flight SQL commands, tickets and actions (flightsql.go).
+	sql flight.FlightServer
 }
 
 // plan plans an authorized window request.
@@ -73,7 +76,11 @@ func commandOf(desc *flight.FlightDescriptor) ([]byte, error) {
 // request asks for max_endpoints, the endpoints of its parts (see
 // feed.Plan.Split), spread over the replicas.
 func (f *flightService) GetFlightInfo(ctx context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	info, err := f.s.flightInfo(ctx, desc)
+	get := f.s.flightInfo
+	if isSQLDescriptor(desc) {
+		get = f.sql.GetFlightInfo
+	}
+	info, err := get(ctx, desc)
 	if err != nil {
 		return nil, f.s.fail(ctx, "GetFlightInfo", err)
 	}
@@ -195,6 +202,13 @@ func planSummary(p *feed.Plan) summary {
 // GetSchema returns the output schema of the ChangeRequest in the
 // descriptor, without reading data.
 func (f *flightService) GetSchema(ctx context.Context, desc *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	if isSQLDescriptor(desc) {
+		res, err := f.sql.GetSchema(ctx, desc)
+		if err != nil {
+			return nil, f.s.fail(ctx, "GetSchema", err)
+		}
+		return res, nil
+	}
 	schema, err := f.s.schema(ctx, desc)
 	if err != nil {
 		return nil, f.s.fail(ctx, "GetSchema", err)
@@ -219,6 +233,19 @@ func (s *Server) schema(ctx context.Context, desc *flight.FlightDescriptor) (*ar
 // GetFlightInfo, or a ChangeRequest sent directly (a window or a stream).
 func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	ctx := stream.Context()
+	if msg, ok, err := sqlMessage(tkt.GetTicket()); ok {
+		if err == nil {
+			if st, statement := msg.(*flightgen.TicketStatementQuery); statement {
+				err = f.s.serveSQL(ctx, st.GetStatementHandle(), stream)
+			} else {
+				err = f.sql.DoGet(tkt, stream)
+			}
+		}
+		if err != nil {
+			return f.s.fail(ctx, "DoGet", err)
+		}
+		return nil
+	}
 	r, err := f.s.changeRequest(ctx, tkt.GetTicket())
 	if err != nil {
 		return f.s.fail(ctx, "DoGet", err)
@@ -317,8 +344,13 @@ func (f *flightService) ListFlights(_ *flight.Criteria, stream flight.FlightServ
 	return nil
 }
 
-// DoPut is not offered: Sluice reads tables, it does not write them.
-func (f *flightService) DoPut(flight.FlightService_DoPutServer) error {
+// DoPut is not offered: Sluice reads tables, it does not write them. A
+// Flight SQL update, ingestion or parameter binding is refused as
+// InvalidArgument naming what Flight SQL offers.
+func (f *flightService) DoPut(stream flight.FlightService_DoPutServer) error {
+	if first, err := stream.Recv(); err == nil && isSQLDescriptor(first.GetFlightDescriptor()) {
+		return f.s.fail(stream.Context(), "DoPut", unsupportedSQL("DoPut (updates, ingestion, parameters)"))
+	}
 	return status.Error(codes.Unimplemented, "DoPut is not offered: Sluice serves change feeds and does not write tables")
 }
 

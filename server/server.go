@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	flightgen "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
@@ -107,7 +108,8 @@ func New(engine *feed.Engine, opts Options) *Server {
 // Register registers the Flight service and the ControlService on a gRPC
 // server.
 func (s *Server) Register(r grpc.ServiceRegistrar) {
-	flightgen.RegisterFlightServiceServer(r, &flightService{s: s})
+	sql := flightsql.NewFlightServerWithAllocator(newSQLService(s), s.mem)
+	flightgen.RegisterFlightServiceServer(r, &flightService{s: s, sql: sql})
 	sluicev1.RegisterControlServiceServer(r, &controlService{s: s})
 }
 
