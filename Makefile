@@ -287,13 +287,38 @@ check-wheel: $(TMP)/pybuild/.installed
 test-e2e: venv postgresql restcatalog fake-gcs-server azurite
 	SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(EMULATORS_ENV) $(GO) test -count=1 -timeout 20m ./e2e/...
 
-## bench: the benchmarks: workloads, every arm in one run, docs/BENCHMARKS.md (RUNS, BIG_ROWS)
+## bench: the benchmarks: workloads, every arm and peer in one run, docs/BENCHMARKS.md and docs/bench-scale.svg (RUNS, SCALE_ROWS, FULLDIFF_MAX_ROWS, PEER_ROWS, MEM_ROWS; not part of test)
+# The scale and bounded-memory tables are kept in .tmp/bench and reused by
+# later runs; Spark (local mode, Iceberg's Spark runtime from Maven Central,
+# resolved into .tmp/bench-ivy) reads the copy-on-write window of the
+# PEER_ROWS table.
 RUNS ?= 5
-BIG_ROWS ?= 10000000
-bench: build venv
+SCALE_ROWS ?= 1000000 10000000 100000000
+FULLDIFF_MAX_ROWS ?= 10000000
+PEER_ROWS ?= 1000000
+MEM_ROWS ?= 10000000
+BENCH_SPARK := $(TMP)/bench-spark-venv
+BENCH_IVY := $(TMP)/bench-ivy
+ICEBERG_SPARK_PACKAGE := org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0
+bench: build venv $(BENCH_SPARK)/.installed
 	$(GO) build -o $(BIN)/sluice-bench ./cmd/sluice-bench
-	$(BIN)/sluice-bench -runs $(RUNS) -big-rows $(BIG_ROWS) -flightd $(BIN)/flightd -python $(PY) -out docs/BENCHMARKS.md
+	$(BIN)/sluice-bench -runs $(RUNS) -scale-rows "$(SCALE_ROWS)" -fulldiff-max-rows $(FULLDIFF_MAX_ROWS) \
+		-peer-rows $(PEER_ROWS) -mem-rows $(MEM_ROWS) -mem-file-rows $(MEM_ROWS) -flightd $(BIN)/flightd -python $(PY) \
+		-spark-python $(BENCH_SPARK)/bin/python -spark-package $(ICEBERG_SPARK_PACKAGE) -spark-ivy $(BENCH_IVY) \
+		-out docs/BENCHMARKS.md -svg docs/bench-scale.svg
 	$(MAKE) load
+
+# pyspark in a venv of its own; the Iceberg runtime resolved once here, so a
+# bench run needs no network.
+$(BENCH_SPARK)/.installed: Makefile
+	$(call check_python)
+	$(PYTHON) -m venv $(BENCH_SPARK)
+	$(BENCH_SPARK)/bin/python -m pip install --quiet --disable-pip-version-check pyspark==3.5.6
+	SPARK_LOCAL_IP=127.0.0.1 $(BENCH_SPARK)/bin/python -c 'from pyspark.sql import SparkSession; \
+		SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \
+		.config("spark.jars.packages", "$(ICEBERG_SPARK_PACKAGE)").config("spark.jars.ivy", "$(BENCH_IVY)") \
+		.getOrCreate().stop()'
+	touch $@
 
 ## load: the load test (e2e/load_test.go): LOAD_CONSUMERS consumers and a writer on one flightd for LOAD_DURATION; docs/LOAD.md
 LOAD_DURATION ?= 60s

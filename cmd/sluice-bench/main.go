@@ -8,12 +8,24 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluicefeed/sluice/internal/bench"
 )
 
 func main() {
+	// "sluice-bench fulldiff <json>": the full re-read diff, measured in a
+	// process of its own for its CPU time and peak RSS.
+	if len(os.Args) > 1 && os.Args[1] == "fulldiff" {
+		if err := bench.FullDiffMain(context.Background(), os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "sluice-bench fulldiff:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
 		os.Exit(1)
@@ -45,16 +57,52 @@ func run(ctx context.Context) error {
 	flag.StringVar(&cfg.Python, "python", ".tmp/venv/bin/python", "a Python with pyarrow and pyiceberg (empty: skip)")
 	flag.IntVar(&cfg.Runs, "runs", 5, "measurements per arm")
 	flag.IntVar(&cfg.Rows, "rows", 1_000_000, "rows of the reference window")
-	flag.IntVar(&cfg.BigRows, "big-rows", 10_000_000, "rows of the incremental workload (0: skip)")
-	flag.IntVar(&cfg.MemRows, "mem-rows", 2_000_000, "rows of the bounded-memory workload (0: skip)")
-	flag.IntVar(&cfg.MemFileRows, "mem-file-rows", 1_000_000, "rows per file of the bounded-memory workload")
+	scale := flag.String("scale-rows", "1000000 10000000 100000000",
+		"sizes of the scale tables, separated by spaces or commas (empty: skip the scale curve)")
+	flag.IntVar(&cfg.FullDiffMaxRows, "fulldiff-max-rows", 10_000_000,
+		"the largest scale table the full re-read diff runs on (0: every one)")
+	flag.IntVar(&cfg.PeerRows, "peer-rows", 1_000_000,
+		"the scale table whose copy-on-write window the peers read (one of -scale-rows)")
+	flag.StringVar(&cfg.SVG, "svg", "docs/bench-scale.svg", "the scale curve's plot (empty: none)")
+	flag.IntVar(&cfg.MemRows, "mem-rows", 10_000_000, "rows of the bounded-memory workload (0: skip)")
+	flag.IntVar(&cfg.MemFileRows, "mem-file-rows", 10_000_000, "rows per file of the bounded-memory workload")
+	flag.StringVar(&cfg.Spark.Python, "spark-python", "", "a Python with pyspark for the Spark peers (empty: skip them)")
+	flag.StringVar(&cfg.Spark.Package, "spark-package", bench.DefaultIcebergSparkPackage,
+		"the Iceberg Spark runtime's Maven coordinates")
+	flag.StringVar(&cfg.Spark.Ivy, "spark-ivy", ".tmp/bench-ivy", "the folder Spark resolves the runtime into")
+	flag.IntVar(&cfg.Spark.Cores, "spark-cores", runtime.NumCPU(), "Spark local mode's threads")
+	flag.StringVar(&cfg.Spark.DriverMemory, "spark-driver-memory", "2g", "the Spark driver's heap")
 	flag.Parse()
+	for _, f := range strings.FieldsFunc(*scale, func(r rune) bool { return r == ' ' || r == ',' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 400 {
+			return fmt.Errorf("-scale-rows: %q is not a row count of at least 400", f)
+		}
+		cfg.ScaleRows = append(cfg.ScaleRows, n)
+	}
+	if cfg.PeerRows != 0 && len(cfg.ScaleRows) > 0 && !slices.Contains(cfg.ScaleRows, cfg.PeerRows) {
+		return fmt.Errorf("-peer-rows %d is not one of -scale-rows %v", cfg.PeerRows, cfg.ScaleRows)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cfg.Self = self
+	// Spark resolves the Ivy folder from its own working directory.
+	if cfg.Spark.Ivy, err = filepath.Abs(cfg.Spark.Ivy); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
 		return err
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.SVG != "" && len(rep.Scale) > 0 {
+		if err := os.WriteFile(cfg.SVG, []byte(bench.ScaleSVG(rep.Scale)), 0o644); err != nil {
+			return err
+		}
 	}
 	md := rep.Markdown("make bench ("+strings.Join(relativeArgs(os.Args), " ")+")", cfg)
 	fmt.Print(md)

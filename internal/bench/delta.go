@@ -156,17 +156,33 @@ func runScript(ctx context.Context, python, script string, args any, out any) er
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, python, "-c", script, string(b))
+	return runJSON(ctx, python, []string{"-c", script, string(b)}, out)
+}
+
+// runJSON runs a command and decodes the JSON it prints into out.
+func runJSON(ctx context.Context, name string, args []string, out any) error {
+	cmd := exec.CommandContext(ctx, name, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(lastLines(stderr.String(), 30)))
 	}
-	if err := json.Unmarshal(stdout, out); err != nil {
-		return fmt.Errorf("python printed %q: %w", stdout, err)
+	// The JSON is the last line: Spark's launcher prints to stdout too.
+	last := stdout
+	if lines := bytes.Split(bytes.TrimSpace(stdout), []byte("\n")); len(lines) > 0 {
+		last = lines[len(lines)-1]
+	}
+	if err := json.Unmarshal(last, out); err != nil {
+		return fmt.Errorf("%s printed %q: %w", filepath.Base(name), stdout, err)
 	}
 	return nil
+}
+
+// lastLines returns the last n lines of s (a JVM's stack traces are long).
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // DeltaRead is what one Python process measured reading a Delta window:
@@ -286,6 +302,16 @@ func runDelta(ctx context.Context, cfg Config, wh string, rep *Report) error {
 	}
 	rep.Arms = append(rep.Arms, Arm{Name: armDeltaPeer, Rows: dr.Peer.Rows, Seconds: dr.Peer.Seconds, CPU: dr.Peer.CPU,
 		Ref: armDeltaCDF})
+	window := fmt.Sprintf("%s (%d rows, change data feed on)", peerDelta, wl.Rows)
+	asPeer := func(r *DeltaRead, serverPeak float64, note string) PeerRead {
+		return PeerRead{Rows: r.Rows, Seconds: r.Seconds, CPU: r.CPU, ServerCPU: r.ServerCPU,
+			FirstSeconds: r.FirstSeconds, Ops: r.Ops, PeakRSSMiB: r.PeakRSSMiB, ServerPeakMiB: serverPeak, Note: note}
+	}
+	rep.Peers = append(rep.Peers,
+		PeerArm{Window: window, Reader: "Sluice via pyarrow", Sluice: true,
+			PeerRead: asPeer(dr.CDF, memArms[0].PeakMiB, "pyarrow.flight, `read_all()`")},
+		PeerArm{Window: window, Reader: "delta-rs " + wl.Deltalake + " `load_cdf`",
+			PeerRead: asPeer(dr.Peer, 0, "`pa.table(DeltaTable(path).load_cdf(0, end))`")})
 	if dr.NoCDF, err = sluiceArm(armDeltaNoCDF, armDeltaNoCDFMem, DeltaTableNoCDF, dr.Identity,
 		deltaNoCDFMaxMiB); err != nil {
 		return err

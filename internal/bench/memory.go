@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -20,10 +21,12 @@ import (
 // window must be seen at once by net changes, and every row of the
 // rewritten file by the rewrite's carry-over cancellation.
 type Memory struct {
-	Table string
-	Base  int64 // the last append
-	End   int64 // the copy-on-write delete
-	Rows  int   // rows appended
+	// Warehouse is the warehouse that holds the table (WriteMemoryCached).
+	Warehouse string `json:"-"`
+	Table     string
+	Base      int64 // the last append
+	End       int64 // the copy-on-write delete
+	Rows      int   // rows appended
 	// FileRows is the size of the rewritten file.
 	FileRows int
 }
@@ -44,11 +47,17 @@ func WriteMemory(ctx context.Context, cat *catalog.Catalog, name string, rows, f
 	}
 	for first := 0; first < rows; first += fileRows {
 		n := min(fileRows, rows-first)
-		rec := Rows(memory.DefaultAllocator, sc, 3, int64(first+1), n, false)
-		arrTbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-		tbl, err = tbl.AppendTable(ctx, arrTbl, int64(n)+1, nil)
+		// One file, built in chunks of at most 1Mi rows.
+		var recs []arrow.RecordBatch
+		for c := 0; c < n; c += 1 << 20 {
+			recs = append(recs, Rows(memory.DefaultAllocator, sc, 3, int64(first+c+1), min(1<<20, n-c), false))
+		}
+		arrTbl := array.NewTableFromRecords(sc, recs)
+		tbl, err = tbl.AppendTable(ctx, arrTbl, 1<<20, nil)
 		arrTbl.Release()
-		rec.Release()
+		for _, r := range recs {
+			r.Release()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -58,5 +67,20 @@ func WriteMemory(ctx context.Context, cat *catalog.Catalog, name string, rows, f
 		return nil, fmt.Errorf("copy-on-write delete: %w", err)
 	}
 	m.End = tbl.CurrentSnapshot().SnapshotID
+	return m, nil
+}
+
+// WriteMemoryCached writes the bounded-memory workload into a warehouse of
+// its own under root, or reuses the one an earlier run wrote the same way.
+func WriteMemoryCached(ctx context.Context, root string, rows, fileRows int) (*Memory, error) {
+	dir := filepath.Join(root, fmt.Sprintf("%d-%d", rows, fileRows))
+	params := map[string]int{"rows": rows, "file_rows": fileRows}
+	m, _, err := cached(ctx, dir, params, func(cat *catalog.Catalog) (*Memory, error) {
+		return WriteMemory(ctx, cat, "bench.mem", rows, fileRows)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bounded-memory workload: %w", err)
+	}
+	m.Warehouse = dir
 	return m, nil
 }

@@ -3,13 +3,20 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
+	"io"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/testsvc"
 )
 
 // The workloads are what the report says, and the full re-read baseline
@@ -32,33 +39,59 @@ func TestWorkloads(t *testing.T) {
 	if err != nil || n != 8000 {
 		t.Fatalf("raw decode: %d rows, %v", n, err)
 	}
-	big, err := WriteBig(ctx, cat, "bench.big", 20000, 5000)
+}
+
+// A scale table's window holds the statements' changes, update pairs
+// included, and the full re-read diff finds as many; a second write reuses
+// the cached table.
+func TestScaleWorkload(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	p := NewScaleParams(20000)
+	s, err := WriteScale(ctx, root, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := cat.LoadTable(ctx, big.Table)
+	if s.Cached || p.FileRows != 5000 || p.Changes() != 300 {
+		t.Fatalf("first write: cached %v, params %+v", s.Cached, p)
+	}
+	again, err := WriteScale(ctx, root, p)
+	if err != nil || !again.Cached || again.End != s.End || again.Base != s.Base || again.Warehouse != s.Warehouse {
+		t.Fatalf("second write: %+v, %v; want the table reused", again, err)
+	}
+	cat, err := tablewrite.OpenWarehouse(ctx, s.Warehouse)
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := FullDiff(ctx, tbl, big.Base, big.End)
+	defer cat.Close()
+	tbl, err := cat.LoadTable(ctx, s.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := FullDiff(ctx, tbl, s.Base, s.End)
 	if err != nil {
 		t.Fatal(err)
 	}
 	eng := feed.New(cat, feed.Options{})
-	p, err := eng.Plan(ctx, feed.Request{Table: big.Table, FromSnapshot: &big.Base, ToSnapshot: &big.End})
+	plan, err := eng.Plan(ctx, feed.Request{Table: s.Table, FromSnapshot: &s.Base, ToSnapshot: &s.End})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var changes int64
-	for b, err := range eng.Read(ctx, p) {
+	ops := map[string]int64{}
+	for b, err := range eng.Read(ctx, plan) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		changes += b.Record.NumRows()
+		op := b.Record.Column(b.Record.Schema().FieldIndices("op")[0])
+		for i := range op.Len() {
+			ops[op.ValueStr(i)]++
+		}
 		b.Record.Release()
 	}
-	if changes != full || full != 200 {
-		t.Fatalf("the 1%% window: the feed has %d changes, the full diff %d, want 200", changes, full)
+	want := map[string]int64{"insert": 50, "delete": 50, "update_before": 100, "update_after": 100}
+	if !maps.Equal(ops, want) || full != p.Changes() {
+		t.Fatalf("the 1%% window: the feed has %v, the full diff %d changes; want %v and %d", ops, full, want,
+			p.Changes())
 	}
 }
 
@@ -68,14 +101,11 @@ func TestWorkloads(t *testing.T) {
 // run itself checks that Sluice's feeds and delta-rs's agree.) It needs a
 // Python with deltalake, numpy and pyarrow in SLUICE_PYTHON.
 func TestDeltaWorkload(t *testing.T) {
-	python := os.Getenv("SLUICE_PYTHON")
-	if python == "" {
-		t.Skip("SLUICE_PYTHON is not set")
-	}
+	python := testsvc.Python(t)
 	ctx := context.Background()
 	cfg := Config{Python: python}
 	if _, err := deltalakeVersion(ctx, python); err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	root := t.TempDir()
 	p := NewDeltaParams(8000)
@@ -132,4 +162,80 @@ func TestDeltaWorkload(t *testing.T) {
 			t.Errorf("%s: %d rows appended, want %d", tc.table, rows, p.Rows)
 		}
 	}
+}
+
+// A whole run at a tiny size, without Spark and Delta: every arm runs
+// through a real flightd, the peers read the same windows and agree on
+// them (Run checks that), and the report has the side-by-side table and
+// the scale curve, whose plot is well-formed SVG.
+func TestRunTiny(t *testing.T) {
+	python := testsvc.Python(t)
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "github.com/sluicefeed/sluice/cmd/flightd")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build flightd: %v\n%s", err, out)
+	}
+	cfg := Config{Work: filepath.Join(dir, "work"), Flightd: filepath.Join(dir, "flightd"), Python: python, Runs: 1,
+		Rows: 4000, ScaleRows: []int{4000, 8000}, PeerRows: 4000, DeltaRows: -1, SVG: "bench-scale.svg",
+		Log: testLog{t}}
+	if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readers []string
+	for _, p := range rep.Peers {
+		readers = append(readers, p.Window+": "+p.Reader)
+		if p.Rows == 0 || len(p.Seconds) != 1 || len(p.CPU) != 1 || p.PeakRSSMiB <= 0 {
+			t.Errorf("%s, %s: %+v; want rows, a time, a CPU time and a peak RSS", p.Window, p.Reader, p.PeerRead)
+		}
+		if p.Sluice && (len(p.ServerCPU) != 1 || p.ServerPeakMiB <= 0) {
+			t.Errorf("%s, %s: flightd's CPU %v, peak %v", p.Window, p.Reader, p.ServerCPU, p.ServerPeakMiB)
+		}
+	}
+	want := []string{"append window: " + readerSluiceCold, "append window: " + readerSluiceWarm,
+		"copy-on-write window (4000-row table): Sluice via pyarrow",
+		"copy-on-write window (4000-row table): full re-read of both snapshots and diff, Go (iceberg-go scan)"}
+	for _, w := range want {
+		if !slices.Contains(readers, w) {
+			t.Errorf("no peer %q among %q", w, readers)
+		}
+	}
+	if len(rep.Scale) != 2 || rep.Scale[1].Full == nil || rep.Scale[1].Feed.Rows != 120 {
+		t.Fatalf("scale points %+v", rep.Scale)
+	}
+	md := rep.Markdown("test", cfg)
+	for _, s := range []string{"## Peers, side by side", "## Large windows", "](bench-scale.svg)", "pyiceberg's speed"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("the report lacks %q", s)
+		}
+	}
+	svg := ScaleSVG(rep.Scale)
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	circles := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the plot is not XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "circle" {
+			circles++
+		}
+	}
+	if circles != 6 {
+		t.Errorf("the plot has %d points, want 3 series of 2", circles)
+	}
+}
+
+// testLog writes a run's progress to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -26,12 +26,27 @@ type Config struct {
 	Python  string // a Python with pyarrow and pyiceberg
 	Runs    int    // measurements per arm
 	Rows    int    // rows of the reference window
-	BigRows int    // rows of the incremental workload (0: skip it)
+	// ScaleRows are the sizes of the scale tables (none: skip the curve);
+	// FullDiffMaxRows the largest the full re-read diff runs on (0: all).
+	ScaleRows       []int
+	FullDiffMaxRows int
+	// PeerRows is the scale table the copy-on-write peers read (0 or not
+	// one of ScaleRows: they do not run).
+	PeerRows int
+	// Spark configures the Spark peers (Spark.Python empty: they do not
+	// run).
+	Spark SparkConfig
+	// Self is this benchmark's binary, run as "Self fulldiff" to measure
+	// the full re-read diff in a process of its own (empty: in this one).
+	Self string
+	// SVG is the file the scale curve's plot is written to (empty: none).
+	SVG string
 	// MemRows is the rows of the bounded-memory workload, in files of
 	// MemFileRows (0: skip it).
 	MemRows, MemFileRows int
-	// DeltaRows is the rows of the Delta workload (0: Rows). Its arms run
-	// when Python is set; that Python needs deltalake and numpy too.
+	// DeltaRows is the rows of the Delta workload (0: Rows; negative: skip
+	// it). Its arms run when Python is set; that Python needs deltalake
+	// and numpy too.
 	DeltaRows int
 	Log       io.Writer
 }
@@ -82,11 +97,15 @@ type Report struct {
 	LoadStart, LoadEnd string
 	// Delta is what the Delta arms found (nil when they did not run).
 	Delta *DeltaReport
+	// Peers are the side-by-side readers of the same windows.
+	Peers []PeerArm
+	// Scale is the scale curve, one point per table size.
+	Scale []ScalePoint
 }
 
 func (c Config) logf(format string, args ...any) {
 	if c.Log != nil {
-		fmt.Fprintf(c.Log, format+"\n", args...)
+		fmt.Fprintf(c.Log, time.Now().UTC().Format("15:04:05 ")+format+"\n", args...)
 	}
 }
 
@@ -109,15 +128,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	var memWL *Memory
 	if cfg.MemRows > 0 {
-		cfg.logf("writing the bounded-memory workload (%d rows)", cfg.MemRows)
-		if memWL, err = WriteMemory(ctx, cat, "bench.mem", cfg.MemRows, cfg.MemFileRows); err != nil {
-			return nil, err
-		}
-	}
-	var big *Big
-	if cfg.BigRows > 0 {
-		cfg.logf("writing the incremental workload (%d rows)", cfg.BigRows)
-		if big, err = WriteBig(ctx, cat, "bench.big", cfg.BigRows, 250_000); err != nil {
+		cfg.logf("writing (or reusing) the bounded-memory workload (%d rows)", cfg.MemRows)
+		if memWL, err = WriteMemoryCached(ctx, filepath.Join(cfg.Work, "memory"), cfg.MemRows, cfg.MemFileRows); err != nil {
 			return nil, err
 		}
 	}
@@ -210,52 +222,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Refs["filter plan"] = fmt.Sprintf("files read %d, skipped %d", plan.FilesRead, plan.FilesSkipped)
 	rep.Refs["delete snapshot"] = fmt.Sprint(ref.Deletes)
 
-	// pyarrow, and the peer a Python user would pick.
-	lastAppend := ref.Appends[len(ref.Appends)-1]
+	// pyarrow.
 	if cfg.Python != "" {
-		py := func(name, mode string, extra map[string]any) error {
-			res, err := runPython(ctx, cfg, mode, "grpc://"+srv.addr, filepath.Join(wh, "catalog.db"), wh, extra)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			rep.Arms = append(rep.Arms, Arm{Name: name, Rows: res.Rows, Seconds: res.Seconds})
-			return nil
+		res, err := runPython(ctx, cfg, "sluice", "grpc://"+srv.addr, filepath.Join(wh, "catalog.db"), wh,
+			map[string]any{"table": ref.Table})
+		if err != nil {
+			return nil, fmt.Errorf("feed, 11 columns (pyarrow client): %w", err)
 		}
-		if err := py("feed, 11 columns (pyarrow client)", "sluice", map[string]any{"table": ref.Table}); err != nil {
-			return nil, err
-		}
-		window := map[string]any{"table": ref.Table, "to_snapshot": fmt.Sprint(lastAppend)}
-		if err := py("append window, sluice via pyarrow", "sluice", window); err != nil {
-			return nil, err
-		}
-		if err := py("append window, pyiceberg incremental_append_scan().to_arrow()", "pyiceberg",
-			map[string]any{"table": ref.Table, "to": lastAppend}); err != nil {
-			return nil, err
-		}
-		last := rep.Arms[len(rep.Arms)-1]
-		last.Ref, last.Target = "append window, sluice via pyarrow", 0
-		rep.Arms[len(rep.Arms)-1] = last
+		rep.Arms = append(rep.Arms, Arm{Name: "feed, 11 columns (pyarrow client)", Rows: res.Rows, Seconds: res.Seconds})
 	}
 
-	if big != nil {
-		base, end := big.Base, big.End
-		if err := add(Arm{Name: "1% window: feed (Go client)"}, feed(sluice.ChangeRequest{Table: big.Table,
-			FromSnapshot: &base, ToSnapshot: &end})); err != nil {
+	// The peers a user would pick, on the same files: the append window
+	// with pyiceberg, then the scale curve, whose copy-on-write window
+	// Spark and the Go full diff read too.
+	if cfg.Python != "" {
+		if err := runAppendPeers(ctx, cfg, wh, ref, rep); err != nil {
 			return nil, err
 		}
-		tbl, err := cat.LoadTable(ctx, big.Table)
-		if err != nil {
-			return nil, err
-		}
-		if err := add(Arm{Name: "1% window: full re-read of both snapshots and diff"}, func() (int64, error) {
-			return FullDiff(ctx, tbl, base, end)
-		}); err != nil {
-			return nil, err
-		}
+	}
+	if err := runScale(ctx, cfg, rep); err != nil {
+		return nil, err
 	}
 
 	// Memory: a fresh flightd per window, its peak RSS after the read.
-	mem := func(name string, req sluice.ChangeRequest, maxMiB float64) error {
+	mem := func(name, wh string, req sluice.ChangeRequest, maxMiB float64) error {
 		s, err := startFlightd(ctx, cfg, wh)
 		if err != nil {
 			return err
@@ -278,18 +268,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			PeakMiB: peak})
 		return nil
 	}
-	if err := mem("flightd peak RSS, reference window", sluice.ChangeRequest{Table: ref.Table}, 0); err != nil {
+	if err := mem("flightd peak RSS, reference window", wh, sluice.ChangeRequest{Table: ref.Table}, 0); err != nil {
 		return nil, err
 	}
-	if err := mem("flightd peak RSS, reference window, net_changes", sluice.ChangeRequest{Table: ref.Table,
+	if err := mem("flightd peak RSS, reference window, net_changes", wh, sluice.ChangeRequest{Table: ref.Table,
 		NetChanges: true}, 256); err != nil {
 		return nil, err
-	}
-	if big != nil {
-		base := big.Base
-		if err := mem("flightd peak RSS, 10M-row window", sluice.ChangeRequest{Table: big.Table, ToSnapshot: &base}, 0); err != nil {
-			return nil, err
-		}
 	}
 	if memWL != nil {
 		base, end := memWL.Base, memWL.End
@@ -306,14 +290,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			{fmt.Sprintf("flightd peak RSS, copy-on-write rewrite of a %d-row file, identity email", memWL.FileRows),
 				sluice.ChangeRequest{Table: memWL.Table, FromSnapshot: &base, ToSnapshot: &end, Identity: []string{"email"}}},
 		} {
-			if err := mem(m.name, m.req, 256); err != nil {
+			if err := mem(m.name, memWL.Warehouse, m.req, 256); err != nil {
 				return nil, err
 			}
 		}
 	}
 
 	// Delta: tables delta-rs wrote, Sluice against delta-rs's own feed.
-	if cfg.Python != "" {
+	if cfg.Python != "" && cfg.DeltaRows >= 0 {
 		if err := runDelta(ctx, cfg, wh, rep); err != nil {
 			return nil, fmt.Errorf("delta: %w", err)
 		}
