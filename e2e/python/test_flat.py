@@ -131,6 +131,34 @@ def test_to_pandas_reads_the_flat_layout(fclient, mor):
     assert df["id"].tolist() == flat.column("id").to_pylist()
 
 
+def test_sluice_client_layout(addr, fclient, mor):
+    """The Sluice client's layout= keyword reaches the server from changes,
+    changes_table, batches, schema and subscribe, with the same rows as the
+    plain pyarrow request."""
+    cols = mor["columns"]
+    mid = mor["snapshots"][len(mor["snapshots"]) // 2]["snapshot"]
+    want, _ = read_chunks(fclient, request(table=mor["table"], layout="flat", identity=["id"], from_snapshot=str(mid)))
+    assert want.num_rows > 0
+    with sluice.connect(addr) as client:
+        kw = dict(from_snapshot=mid, identity=["id"], layout="flat")
+        assert client.schema(mor["table"], **kw) == want.schema
+        assert client.changes(mor["table"], **kw).read_all().to_pylist() == want.to_pylist()
+        table = client.changes_table(mor["table"], **kw)
+        assert table.schema == want.schema and table.to_pylist() == want.to_pylist()
+        rows = []
+        for b in client.batches(mor["table"], **kw):
+            assert b.batch.schema == want.schema
+            rows += b.to_pandas().to_dict("records")
+        assert [r["_change_type"] for r in rows] == want.column("_change_type").to_pylist()
+        assert [r["id"] for r in rows] == want.column("id").to_pylist()
+        sub = client.subscribe(mor["table"], start="from-snapshot", follow=False, **kw)
+        streamed = [b.batch for b in sub if b.num_rows]
+        assert pa.Table.from_batches(streamed, schema=want.schema).to_pylist() == want.to_pylist()
+        check_schema(sub.schema, cols)
+        with pytest.raises(sluice.InvalidArgument, match="fold_updates"):
+            client.changes(mor["table"], layout="flat", fold_updates=True)
+
+
 @pytest.mark.parametrize("fields,says", [
     ({"layout": "wide"}, 'layout "wide": want "" (the renderable row, the default) or "flat"'),
     ({"layout": "flat", "fold_updates": True}, "fold_updates"),
