@@ -1,0 +1,298 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	sluice "github.com/sluicefeed/sluice/clients/go"
+	"github.com/sluicefeed/sluice/internal/histgen"
+)
+
+// TestFlightSQLGoADBC reads a real flightd through the ADBC Flight SQL
+// driver for Go, with a bearer token: table_changes queries (the whole
+// history of a merge-on-read table with updates and deletes, a window, a
+// filter and projection, net changes) return exactly what the Go client's
+// ChangeRequest of the same window returns in the flat layout; GetObjects
+// lists the tables the token may read; bad SQL is InvalidArgument naming
+// what is supported; a token without the table's grant is refused.
+func TestFlightSQLGoADBC(t *testing.T) {
+	fix := writeEvents(t, 4, 3)
+	writeMOR(t, fix.Warehouse, 9)
+	dir := t.TempDir()
+	tokens := map[string]string{}
+	file := "tokens:\n"
+	for _, p := range []string{"analyst", "hr"} {
+		tokens[p] = flightdTool(t, "", "new-token")
+		file += flightdTool(t, tokens[p], "hash-token", "--principal", p) + "\n"
+	}
+	tokensFile := writeFile(t, dir, "tokens.yaml", file)
+	rules := writeFile(t, dir, "rules.yaml", `auth:
+  rules:
+    - principals: [analyst]
+      tables: ["e2e.*", "gen.*"]
+    - principals: [hr]
+      tables: ["hr.*"]
+`)
+	srv := startFlightd(t, "--warehouse", fix.Warehouse, "--config", rules, "--auth-mode", "token",
+		"--auth-tokens-file", tokensFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+
+	open := func(t *testing.T, token string) adbc.Connection {
+		t.Helper()
+		opts := map[string]string{adbc.OptionKeyURI: srv.URI()}
+		if token != "" {
+			opts[adbcflightsql.OptionAuthorizationHeader] = "Bearer " + token
+		}
+		db, err := adbcflightsql.NewDriver(mem).NewDatabase(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		cnxn, err := db.Open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cnxn.Close() })
+		return cnxn
+	}
+	analyst := open(t, tokens["analyst"])
+	client := dialGo(t, ctx, srv.URI(), sluice.WithToken(tokens["analyst"]), sluice.WithAllocator(mem))
+	snaps, err := client.Snapshots(ctx, histgen.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) < 6 {
+		t.Fatalf("%d snapshots of %s, want at least 6", len(snaps), histgen.Table)
+	}
+	from, to := snaps[1].ID, snaps[len(snaps)-2].ID
+
+	tests := []struct {
+		name  string
+		query string
+		req   sluice.ChangeRequest
+		keep  []string
+	}{
+		{"whole history", fmt.Sprintf(`SELECT * FROM table_changes('%s')`, histgen.Table),
+			sluice.ChangeRequest{Table: histgen.Table}, nil},
+		{"window", fmt.Sprintf(`select * from table_changes('%s', %d, %d);`, histgen.Table, from, to),
+			sluice.ChangeRequest{Table: histgen.Table, FromSnapshot: &from, ToSnapshot: &to}, nil},
+		{"filter and projection", fmt.Sprintf(`SELECT _change_type, id, val FROM table_changes('%s', %d) WHERE id >= 3 AND val IS NOT NULL`,
+			histgen.Table, from),
+			sluice.ChangeRequest{Table: histgen.Table, FromSnapshot: &from, Columns: []string{"id", "val"},
+				Filter: "id >= 3 AND val IS NOT NULL"}, []string{"_change_type", "id", "val"}},
+		{"net changes", fmt.Sprintf(`SELECT * FROM table_changes('%s', %d, %d, net_changes => true, identity => 'id')`,
+			histgen.Table, from, to),
+			sluice.ChangeRequest{Table: histgen.Table, FromSnapshot: &from, ToSnapshot: &to, NetChanges: true,
+				Identity: []string{"id"}}, nil},
+	}
+	types := map[string]bool{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := adbcRows(t, ctx, analyst, tt.query)
+			tt.req.Layout = sluice.LayoutFlat
+			want := clientRows(t, ctx, client, tt.req, tt.keep)
+			if len(want) == 0 {
+				t.Fatal("the ChangeRequest returned no rows: nothing compared")
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("ADBC rows differ from the ChangeRequest's (%d vs %d):\n got %s\nwant %s", len(got), len(want),
+					strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			for _, r := range got {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(r), &m); err != nil {
+					t.Fatal(err)
+				}
+				types[fmt.Sprint(m["_change_type"])] = true
+			}
+		})
+	}
+	for _, ct := range []string{"insert", "delete", "update_preimage", "update_postimage"} {
+		if !types[ct] {
+			t.Errorf("no %s row in any query: the fixture does not exercise the flat layout (%v)", ct, types)
+		}
+	}
+
+	t.Run("GetObjects lists the granted tables", func(t *testing.T) {
+		got := adbcTables(t, ctx, analyst)
+		if want := []string{"e2e.events", histgen.Table}; !slices.Equal(got, want) {
+			t.Fatalf("tables %v, want %v", got, want)
+		}
+		if got := adbcTables(t, ctx, open(t, tokens["hr"])); len(got) != 0 {
+			t.Fatalf("hr sees %v", got)
+		}
+	})
+	t.Run("errors", func(t *testing.T) {
+		for _, tt := range []struct {
+			name, query string
+			status      adbc.Status
+			msg         string
+		}{
+			{"other SQL", `SELECT * FROM gen.events`, adbc.StatusInvalidArgument, "table_changes('<ns.table>'"},
+			{"update", `UPDATE gen.events SET val = 1`, adbc.StatusInvalidArgument, `"UPDATE" statements are not supported`},
+			{"bad filter", fmt.Sprintf(`SELECT * FROM table_changes('%s') WHERE id >`, histgen.Table),
+				adbc.StatusInvalidArgument, "position"},
+			{"unknown table", `SELECT * FROM table_changes('gen.nope')`, adbc.StatusNotFound, "gen.nope"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				adbcFails(t, ctx, analyst, tt.query, tt.status, tt.msg)
+			})
+		}
+	})
+	t.Run("auth", func(t *testing.T) {
+		adbcFails(t, ctx, open(t, tokens["hr"]), fmt.Sprintf(`SELECT * FROM table_changes('%s')`, histgen.Table),
+			adbc.StatusUnauthorized, histgen.Table)
+		adbcFails(t, ctx, open(t, "not-a-token"), fmt.Sprintf(`SELECT * FROM table_changes('%s')`, histgen.Table),
+			adbc.StatusUnauthenticated, "")
+	})
+}
+
+// adbcRows runs a query through ADBC, returning its rows as JSON lines.
+func adbcRows(t *testing.T, ctx context.Context, cnxn adbc.Connection, query string) []string {
+	t.Helper()
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(query); err != nil {
+		t.Fatal(err)
+	}
+	rdr, _, err := stmt.ExecuteQuery(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	var rows []string
+	for rdr.Next() {
+		rows = append(rows, jsonRows(t, rdr.RecordBatch())...)
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// adbcFails runs a query that must fail with the status and a message
+// containing msg.
+func adbcFails(t *testing.T, ctx context.Context, cnxn adbc.Connection, query string, status adbc.Status, msg string) {
+	t.Helper()
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(query); err != nil {
+		t.Fatal(err)
+	}
+	rdr, _, err := stmt.ExecuteQuery(ctx)
+	if err == nil {
+		rdr.Release()
+		t.Fatalf("%s: no error", query)
+	}
+	var ae adbc.Error
+	if !errors.As(err, &ae) || ae.Code != status || !strings.Contains(ae.Msg, msg) {
+		t.Fatalf("%s: got %v, want status %v containing %q", query, err, status, msg)
+	}
+}
+
+// clientRows reads a ChangeRequest with the Go client as JSON lines,
+// keeping the named columns in that order (all if none).
+func clientRows(t *testing.T, ctx context.Context, c *sluice.Client, req sluice.ChangeRequest, keep []string) []string {
+	t.Helper()
+	rdr, err := c.Changes(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	var rows []string
+	for b, err := range rdr.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, jsonRows(t, b.Record)...)
+	}
+	if keep == nil {
+		return rows
+	}
+	for i, r := range rows {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(r), &m); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(keep))
+		for j, k := range keep {
+			parts[j] = fmt.Sprintf("%q:%s", k, m[k])
+		}
+		rows[i] = "{" + strings.Join(parts, ",") + "}"
+	}
+	return rows
+}
+
+// jsonRows renders a record's rows as JSON objects with their keys in
+// column order.
+func jsonRows(t *testing.T, rec arrow.RecordBatch) []string {
+	t.Helper()
+	var rows []string
+	for i := range int(rec.NumRows()) {
+		parts := make([]string, rec.NumCols())
+		for c := range parts {
+			v, err := json.Marshal(rec.Column(c).GetOneForMarshal(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts[c] = fmt.Sprintf("%q:%s", rec.ColumnName(c), v)
+		}
+		rows = append(rows, "{"+strings.Join(parts, ",")+"}")
+	}
+	return rows
+}
+
+// adbcTables lists the tables GetObjects shows, as schema.table.
+func adbcTables(t *testing.T, ctx context.Context, cnxn adbc.Connection) []string {
+	t.Helper()
+	rdr, err := cnxn.GetObjects(ctx, adbc.ObjectDepthTables, nil, nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	var out []string
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		schemas := rec.Column(1).(*array.List)
+		schemaStruct := schemas.ListValues().(*array.Struct)
+		schemaNames := schemaStruct.Field(0).(*array.String)
+		tables := schemaStruct.Field(1).(*array.List)
+		tableStruct := tables.ListValues().(*array.Struct)
+		tableNames := tableStruct.Field(0).(*array.String)
+		for i := range int(rec.NumRows()) {
+			s0, s1 := schemas.ValueOffsets(i)
+			for s := s0; s < s1; s++ {
+				t0, t1 := tables.ValueOffsets(int(s))
+				for tb := t0; tb < t1; tb++ {
+					out = append(out, schemaNames.Value(int(s))+"."+tableNames.Value(int(tb)))
+				}
+			}
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
