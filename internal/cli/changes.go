@@ -118,7 +118,7 @@ func (a *app) readChanges(ctx context.Context, c *sluice.Client, req sluice.Chan
 				// never mistaken for whole); the exit status says the
 				// feed is not.
 				if f, ok := rw.(interface{ Flush() error }); ok && out == "" {
-					f.Flush()
+					return errors.Join(err, f.Flush())
 				}
 				return err
 			}
@@ -150,7 +150,7 @@ func writeFileAtomically(path string, write func(io.Writer) error) (err error) {
 	defer func() {
 		if err != nil {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			_ = os.Remove(tmp.Name()) // the error above is the one to report
 		}
 	}()
 	if err := write(tmp); err != nil {

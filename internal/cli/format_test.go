@@ -196,7 +196,9 @@ func TestWriteFileAtomically(t *testing.T) {
 	}
 	boom := errors.New("stream broke")
 	err := writeFileAtomically(path, func(w io.Writer) error {
-		io.WriteString(w, "half a window\n")
+		if _, err := io.WriteString(w, "half a window\n"); err != nil {
+			t.Fatal(err)
+		}
 		return boom
 	})
 	if !errors.Is(err, boom) {

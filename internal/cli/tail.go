@@ -105,16 +105,14 @@ func (a *app) tail(ctx context.Context, c *sluice.Client, req sluice.SubscribeRe
 	if format == "jsonl" {
 		jw = newJSONLWriter(a.io.Stdout)
 	}
-	defer func() {
-		if jw != nil {
-			jw.Close()
-		} else {
-			dw.flush()
-		}
-	}()
 	for b, err := range sub.All() {
 		if err != nil {
-			return err
+			// What was read goes out before the error: an update_before
+			// whose update_after never came, or buffered JSON lines.
+			if jw != nil {
+				return errors.Join(err, jw.Close())
+			}
+			return errors.Join(err, dw.flush())
 		}
 		if jw != nil {
 			if err := jw.Write(b.Record); err != nil {
@@ -137,5 +135,11 @@ func (a *app) tail(ctx context.Context, c *sluice.Client, req sluice.SubscribeRe
 			}
 		}
 	}
-	return sub.Err()
+	if err := sub.Err(); err != nil {
+		return err
+	}
+	if jw != nil {
+		return jw.Close()
+	}
+	return dw.flush()
 }
