@@ -98,6 +98,8 @@ type Plan struct {
 	// in wideColumns.
 	wide        *arrow.Schema
 	wideColumns []string
+	// part is true for the plan of a window's Part (see ReadKey).
+	part bool
 }
 
 // SnapshotPlan is how one snapshot's changes are computed.
@@ -163,6 +165,7 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 		return nil, err
 	}
 	snapshots := w.snapshots
+	p.part = req.Part != nil
 	if req.Part != nil {
 		// A part plans its own snapshots only, in the window's schema.
 		if snapshots, err = req.Part.snapshots(req.Table, w); err != nil {

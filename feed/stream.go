@@ -31,6 +31,13 @@ const (
 	// nothing to yield for the heartbeat interval. Its snapshot is the
 	// cursor, and SnapshotComplete is false.
 	StreamHeartbeat
+	// StreamWindow carries a planned window (Plan) or full state
+	// (StatePlan) instead of its batches, on a stream whose request sets
+	// YieldPlans: the consumer reads it (Engine.Read or ReadState, or a
+	// read shared with other streams) before it takes the next event. It
+	// has no batch; its Cursor is where the stream stands once the read
+	// is whole.
+	StreamWindow
 )
 
 // String names the kind, for logs and tests.
@@ -44,6 +51,8 @@ func (k StreamEventKind) String() string {
 		return "changes"
 	case StreamHeartbeat:
 		return "heartbeat"
+	case StreamWindow:
+		return "window"
 	default:
 		return fmt.Sprintf("StreamEventKind(%d)", int(k))
 	}
@@ -68,6 +77,10 @@ type StreamEvent struct {
 	// Start, on StreamStarted, says what decided where the stream starts
 	// ("start latest-full", "consumer progress", ...), for logs.
 	Start string
+	// Plan, on StreamWindow, is the planned window to read; StatePlan the
+	// planned full state (one of them is set).
+	Plan      *Plan
+	StatePlan *StatePlan
 }
 
 // errStopped ends a stream whose consumer stopped taking events.
@@ -308,6 +321,13 @@ func (s *streamer) streamState(ctx context.Context, snap Snapshot) error {
 	if err := s.started(ctx, sp.Schema()); err != nil {
 		return err
 	}
+	if s.req.YieldPlans {
+		if err := s.emit(ctx, StreamEvent{Kind: StreamWindow, StatePlan: sp, Cursor: snap}); err != nil {
+			return err
+		}
+		s.advance(snap)
+		return nil
+	}
 	for b, err := range s.e.ReadState(ctx, sp) {
 		if err != nil {
 			return err
@@ -339,6 +359,13 @@ func (s *streamer) streamWindow(ctx context.Context, end Snapshot) error {
 	}
 	if err := s.started(ctx, p.Schema()); err != nil {
 		return err
+	}
+	if s.req.YieldPlans {
+		if err := s.emit(ctx, StreamEvent{Kind: StreamWindow, Plan: p, Cursor: end}); err != nil {
+			return err
+		}
+		s.advance(end)
+		return nil
 	}
 	for b, err := range s.e.Read(ctx, p) {
 		if err != nil {

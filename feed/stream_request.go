@@ -111,6 +111,11 @@ type StreamRequest struct {
 	// Retrying, when set, is told of each transient error a follow stream
 	// retries and how long it waits first.
 	Retrying func(err error, wait time.Duration)
+	// YieldPlans makes the stream yield each window and full state it
+	// plans as a StreamWindow event, for the consumer to read, instead of
+	// reading it and yielding its batches (a server shares one read of a
+	// window among the streams that read it at once).
+	YieldPlans bool
 
 	// parsed is set by Parse: Stream neither validates nor parses the
 	// request again.
