@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"log/slog"
 	"time"
 
@@ -274,18 +275,26 @@ func (s *Server) serveWindow(ctx context.Context, r *request, stream flight.Data
 	// part that holds the last file does.
 	pt := r.window.Part
 	partial := pt != nil && pt.FileCount > 0 && pt.EndFile < pt.FileCount
-	for b, err := range s.engine.Read(ctx, p) {
-		if err != nil {
-			return err
+	rd := s.windowRead(p)
+	if pt != nil {
+		// A part's read is its own (its plan's ReadKey is "" too).
+		rd.key = ""
+		read := rd.read
+		rd.read = func(ctx context.Context) iter.Seq2[feed.Batch, error] {
+			return func(yield func(feed.Batch, error) bool) {
+				for b, err := range read(ctx) {
+					if partial {
+						b.SnapshotComplete = false
+					}
+					if !yield(b, err) {
+						return
+					}
+				}
+			}
 		}
-		if partial {
-			b.SnapshotComplete = false
-		}
-		err := w.write(b, kindChanges)
-		b.Record.Release()
-		if err != nil {
-			return sendError(ctx, err)
-		}
+	}
+	if err := s.writeRead(ctx, w, rd, r.compression, nil); err != nil {
+		return sendError(ctx, err)
 	}
 	if err := w.close(); err != nil {
 		return sendError(ctx, err)

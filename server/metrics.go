@@ -21,6 +21,9 @@ type Metrics struct {
 	bytes       *prometheus.CounterVec
 	openStreams prometheus.Gauge
 	planSeconds prometheus.Histogram
+	// cacheHits, cacheMisses and cacheBytes are the decode cache's.
+	cacheHits, cacheMisses prometheus.Counter
+	cacheBytes             prometheus.Gauge
 }
 
 // NewMetrics creates the metrics, with the engine's totals (nil: none) and
@@ -38,8 +41,15 @@ func NewMetrics(engine *feed.Engine) *Metrics {
 			Help: "Streaming calls running."}),
 		planSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sluice_plan_seconds",
 			Help: "Time to plan a change window.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
+		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_decode_cache_hits_total",
+			Help: "Reads of a window or full state served from another stream's decode of it."}),
+		cacheMisses: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_decode_cache_misses_total",
+			Help: "Reads of a window or full state that decoded it (one per fill of the decode cache)."}),
+		cacheBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_decode_cache_bytes",
+			Help: "Bytes of encoded batches the decode cache holds."}),
 	}
-	m.registry.MustRegister(m.grpc, m.rows, m.bytes, m.openStreams, m.planSeconds,
+	m.registry.MustRegister(m.grpc, m.rows, m.bytes, m.openStreams, m.planSeconds, m.cacheHits, m.cacheMisses,
+		m.cacheBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if engine != nil {
 		stat := func(name, help string, v func(feed.Stats) int64) {
@@ -88,4 +98,22 @@ func (m *Metrics) streamed(table string, rows, bytes int64) {
 	}
 	m.rows.WithLabelValues(table).Add(float64(rows))
 	m.bytes.WithLabelValues(table).Add(float64(bytes))
+}
+
+func (m *Metrics) decodeCacheHit() {
+	if m != nil {
+		m.cacheHits.Inc()
+	}
+}
+
+func (m *Metrics) decodeCacheMiss() {
+	if m != nil {
+		m.cacheMisses.Inc()
+	}
+}
+
+func (m *Metrics) decodeCacheBytes(n int64) {
+	if m != nil {
+		m.cacheBytes.Set(float64(n))
+	}
 }

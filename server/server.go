@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	flightgen "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
@@ -54,6 +55,16 @@ type Options struct {
 	// Replicas are the locations of a split window's endpoints. Zero: the
 	// endpoints have no locations (clients read them from this server).
 	Replicas Replicas
+	// DecodeCacheBytes bounds the decode cache: the encoded batches of
+	// windows and full states shared among the streams that read the same
+	// one at about the same time (follow streams of a table read each new
+	// commit's window together), so that it is read and encoded once.
+	// Zero: no cache, every stream reads for itself (flightd's default is
+	// DefaultDecodeCacheBytes).
+	DecodeCacheBytes int64
+	// DecodeCacheTTL is how long a read's batches are served to new readers
+	// once the read has ended. Default DefaultDecodeCacheTTL.
+	DecodeCacheTTL time.Duration
 }
 
 // ProgressStore is the durable store of consumer progress the server
@@ -89,6 +100,8 @@ type Server struct {
 	limits   *limiter
 	metrics  *Metrics
 	replicas Replicas
+	// cache is the decode cache (nil: off).
+	cache *decodeCache
 }
 
 // New returns a server over the engine.
@@ -100,9 +113,13 @@ func New(engine *feed.Engine, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	shutdown, stop := context.WithCancel(context.Background())
-	return &Server{engine: engine, authz: opts.Authorizer, mem: opts.Allocator, log: opts.Logger,
+	s := &Server{engine: engine, authz: opts.Authorizer, mem: opts.Allocator, log: opts.Logger,
 		progress: opts.Progress, follow: opts.Follow.WithDefaults(), shutdown: shutdown, stopFollowed: stop,
 		authn: opts.Authenticator, limits: newLimiter(opts.Limits), metrics: opts.Metrics, replicas: opts.Replicas}
+	if opts.DecodeCacheBytes > 0 {
+		s.cache = newDecodeCache(opts.DecodeCacheBytes, opts.DecodeCacheTTL, opts.Metrics)
+	}
+	return s
 }
 
 // Register registers the Flight service and the ControlService on a gRPC

@@ -28,7 +28,7 @@ func (s *Server) serveStream(ctx context.Context, r *request, stream flight.Data
 		}
 		sr.Resume = resume
 	}
-	sr.Options, sr.Transient = s.follow, transient
+	sr.Options, sr.Transient, sr.YieldPlans = s.follow, transient, s.cache != nil
 	sr.Retrying = func(err error, wait time.Duration) {
 		s.log.WarnContext(ctx, "follow stream: catalog unavailable, retrying", "table", clipName(table), "in", wait,
 			"error", clipText(err.Error()))
@@ -56,6 +56,17 @@ func (s *Server) serveStream(ctx context.Context, r *request, stream flight.Data
 				kind = kindState
 			case feed.StreamHeartbeat:
 				kind, heartbeats = kindHeartbeat, heartbeats+1
+			case feed.StreamWindow:
+				var rd sharedRead
+				if ev.Plan != nil {
+					rd = s.windowRead(ev.Plan)
+				} else {
+					rd = s.stateRead(ev.StatePlan)
+				}
+				if err := s.writeRead(ctx, w, rd, r.compression, func() { snapshots++ }); err != nil {
+					return err
+				}
+				continue
 			}
 			if ev.Batch.SnapshotComplete {
 				snapshots++

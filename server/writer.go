@@ -29,22 +29,30 @@ type batchWriter struct {
 	table   string
 	// guard, when set, sends the messages; release stops it.
 	guard *stallGuard
+	mem   memory.Allocator
 }
 
 func newBatchWriter(stream flight.DataStreamWriter, schema *arrow.Schema, compression string,
 	mem memory.Allocator) *batchWriter {
-	opts := []ipc.Option{ipc.WithSchema(schema), ipc.WithAllocator(mem)}
+	opts := append([]ipc.Option{ipc.WithSchema(schema)}, encodeOptions(compression, mem)...)
+	pw := &payloadWriter{send: func(fd *flight.FlightData, release func()) error {
+		defer release()
+		return stream.Send(fd)
+	}}
+	return &batchWriter{pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, opts...), schema: schema, mem: mem}
+}
+
+// encodeOptions are the IPC options that encode a stream's batches with
+// the request's compression.
+func encodeOptions(compression string, mem memory.Allocator) []ipc.Option {
+	opts := []ipc.Option{ipc.WithAllocator(mem)}
 	switch compression {
 	case "lz4":
 		opts = append(opts, ipc.WithLZ4())
 	case "zstd":
 		opts = append(opts, ipc.WithZstd())
 	}
-	pw := &payloadWriter{send: func(fd *flight.FlightData, release func()) error {
-		defer release()
-		return stream.Send(fd)
-	}}
-	return &batchWriter{pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, opts...), schema: schema}
+	return opts
 }
 
 // Kinds of batches, marked in their app_metadata.
@@ -71,6 +79,30 @@ func (bw *batchWriter) write(b feed.Batch, kind int) error {
 	return err
 }
 
+// writeEncoded sends one batch encoded beforehand (shared with other
+// streams, see decodeCache) with this stream's app_metadata for it. The
+// schema goes first when the stream has sent nothing yet.
+func (bw *batchWriter) writeEncoded(b encodedBatch, kind int) error {
+	if bw.pw.messages == 0 {
+		schema := ipc.GetSchemaPayload(bw.schema, bw.mem)
+		meta := schema.Meta()
+		schema.Release()
+		if err := bw.pw.sendMessage(meta.Bytes(), nil, nil, meta.Release); err != nil {
+			return err
+		}
+	}
+	meta := appMetadataOf(b.snapshot, b.complete, b.rows, kind)
+	var sent int64
+	for _, m := range b.msgs {
+		if err := bw.pw.sendMessage(m.header, m.body, meta, func() {}); err != nil {
+			return err
+		}
+		sent += int64(len(m.body))
+	}
+	bw.metrics.streamed(bw.table, b.rows, sent)
+	return nil
+}
+
 // close ends the stream of IPC messages; the schema is sent even when no
 // batch was.
 func (bw *batchWriter) close() error { return bw.w.Close() }
@@ -89,17 +121,23 @@ func (bw *batchWriter) sent() (messages int, bytes int64) { return bw.pw.message
 
 // appMetadata renders a batch's app_metadata JSON object.
 func appMetadata(b feed.Batch, kind int) []byte {
+	return appMetadataOf(b.Snapshot, b.SnapshotComplete, b.Record.NumRows(), kind)
+}
+
+// appMetadataOf renders the app_metadata of a batch of rows rows of
+// snapshot snap.
+func appMetadataOf(snap feed.Snapshot, complete bool, rows int64, kind int) []byte {
 	buf := make([]byte, 0, 128)
 	buf = append(buf, `{"snapshot":`...)
-	buf = strconv.AppendInt(buf, b.Snapshot.ID, 10)
+	buf = strconv.AppendInt(buf, snap.ID, 10)
 	buf = append(buf, `,"commit_seq":`...)
-	buf = strconv.AppendInt(buf, b.Snapshot.CommitSeq, 10)
+	buf = strconv.AppendInt(buf, snap.CommitSeq, 10)
 	buf = append(buf, `,"snapshot_complete":`...)
-	buf = strconv.AppendBool(buf, b.SnapshotComplete)
+	buf = strconv.AppendBool(buf, complete)
 	buf = append(buf, `,"timestamp_ms":`...)
-	buf = strconv.AppendInt(buf, b.Snapshot.TimestampMs, 10)
+	buf = strconv.AppendInt(buf, snap.TimestampMs, 10)
 	buf = append(buf, `,"rows":`...)
-	buf = strconv.AppendInt(buf, b.Record.NumRows(), 10)
+	buf = strconv.AppendInt(buf, rows, 10)
 	switch kind {
 	case kindState:
 		buf = append(buf, `,"full_state":true`...)
@@ -126,6 +164,10 @@ type payloadWriter struct {
 	err      error
 	messages int
 	bytes    int64
+	// payloads counts the payloads of the IPC writer: its first is the
+	// schema, which is dropped when the stream sent it already (see
+	// batchWriter.writeEncoded).
+	payloads int
 }
 
 func (p *payloadWriter) Start() error { return nil }
@@ -134,22 +176,37 @@ func (p *payloadWriter) WritePayload(payload ipc.Payload) error {
 	if p.err != nil {
 		return p.err
 	}
+	p.payloads++
+	if p.payloads == 1 && p.messages > 0 {
+		return nil
+	}
 	meta := payload.Meta()
 	p.body.Reset()
 	if err := payload.SerializeBody(&p.body); err != nil {
 		meta.Release()
 		return fmt.Errorf("encode batch: %w", err)
 	}
-	fd := flight.FlightData{DataHeader: meta.Bytes(), DataBody: p.body.Bytes()}
+	var appMeta []byte
 	if p.messages > 0 {
-		fd.AppMetadata = p.appMeta
+		appMeta = p.appMeta
 	}
+	return p.sendMessage(meta.Bytes(), p.body.Bytes(), appMeta, meta.Release)
+}
+
+// sendMessage sends one IPC message with its app_metadata, and then calls
+// release (see send).
+func (p *payloadWriter) sendMessage(header, body, appMeta []byte, release func()) error {
+	if p.err != nil {
+		release()
+		return p.err
+	}
+	fd := flight.FlightData{DataHeader: header, DataBody: body, AppMetadata: appMeta}
 	if size := len(fd.DataHeader) + len(fd.DataBody) + len(fd.AppMetadata); size > MaxMessageBytes-1024 {
-		meta.Release()
+		release()
 		return fmt.Errorf("%w: a batch encodes to %d bytes, more than the %d a client accepts",
 			ErrMessageTooLarge, size, MaxMessageBytes)
 	}
-	if err := p.send(&fd, meta.Release); err != nil {
+	if err := p.send(&fd, release); err != nil {
 		p.err = err
 		return err
 	}

@@ -243,6 +243,15 @@ type EngineConfig struct {
 	// each read in its own directory removed when it ends (--spill-dir).
 	// Default: sluice-spill in the system's temporary directory.
 	SpillDir string `yaml:"spill_dir"`
+	// DecodeCacheBytes bounds the decode cache, which shares one read and
+	// encoding of a window or full state among the streams that read it
+	// at about the same time (the follow streams of a table, at each
+	// commit) (--decode-cache-bytes). Default 32 MiB; 0: off.
+	DecodeCacheBytes int64 `yaml:"decode_cache_bytes"`
+	// DecodeCacheTTL is how long a read's encoded batches are served to
+	// new readers once the read has ended (--decode-cache-ttl). Default
+	// 30s.
+	DecodeCacheTTL time.Duration `yaml:"decode_cache_ttl"`
 }
 
 // DefaultConfig returns the configuration with every default set.
@@ -258,8 +267,9 @@ func DefaultConfig() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCPercent:       DefaultGCPercent,
 		MemoryLimitMiB:  DefaultMemoryLimitMiB,
-		Engine:          EngineConfig{MemoryBudgetMiB: feed.DefaultMemoryBudget >> 20},
-		Auth:            auth.Config{}.WithDefaults(),
+		Engine: EngineConfig{MemoryBudgetMiB: feed.DefaultMemoryBudget >> 20,
+			DecodeCacheBytes: server.DefaultDecodeCacheBytes, DecodeCacheTTL: server.DefaultDecodeCacheTTL},
+		Auth: auth.Config{}.WithDefaults(),
 		Limits: LimitsConfig{MaxStreams: 256, MaxStreamsPerPrincipal: 64, CallsPerSecond: 200,
 			StallTimeout: 5 * time.Minute, KeepaliveTime: 2 * time.Minute},
 		Follow: FollowConfig{
@@ -308,6 +318,7 @@ func (c Config) Validate() error {
 		{"--max-batch-rows", float64(c.Engine.MaxBatchRows)},
 		{"--max-batch-bytes", float64(c.Engine.MaxBatchBytes)},
 		{"--memory-budget-mib", float64(c.Engine.MemoryBudgetMiB)},
+		{"--decode-cache-bytes", float64(c.Engine.DecodeCacheBytes)},
 		{"--memory-limit-mib", float64(c.MemoryLimitMiB)},
 	} {
 		if n.value < 0 {
@@ -334,6 +345,7 @@ func (c Config) Validate() error {
 		{"--poll-interval", c.Follow.PollInterval},
 		{"--heartbeat-interval", c.Follow.HeartbeatInterval},
 		{"--max-backoff", c.Follow.MaxBackoff},
+		{"--decode-cache-ttl", c.Engine.DecodeCacheTTL},
 	} {
 		if d.value <= 0 {
 			return fmt.Errorf("%w: %s %s: must be positive", ErrConfig, d.flag, d.value)

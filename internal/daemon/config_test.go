@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/server"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -340,5 +341,46 @@ func TestMemoryBudgetSettings(t *testing.T) {
 	if _, err := LoadConfig([]string{"--memory-budget-mib", "-1"}, nil, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "--memory-budget-mib") {
 		t.Fatalf("a negative budget: err = %v", err)
+	}
+}
+
+// The decode cache's bound and TTL come from the defaults, YAML, the
+// environment and flags, in that order; a negative bound or a TTL that is
+// not positive is refused, naming the flag.
+func TestDecodeCacheConfig(t *testing.T) {
+	c, err := LoadConfig(nil, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Engine.DecodeCacheBytes != server.DefaultDecodeCacheBytes || c.Engine.DecodeCacheTTL != server.DefaultDecodeCacheTTL {
+		t.Fatalf("defaults: %d bytes, TTL %v", c.Engine.DecodeCacheBytes, c.Engine.DecodeCacheTTL)
+	}
+	yamlFile := filepath.Join(t.TempDir(), "f.yaml")
+	if err := os.WriteFile(yamlFile, []byte("engine:\n  decode_cache_bytes: 1000\n  decode_cache_ttl: 5s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args, env []string
+		bytes     int64
+		ttl       time.Duration
+	}{
+		{[]string{"--config", yamlFile}, nil, 1000, 5 * time.Second},
+		{[]string{"--config", yamlFile}, []string{"SLUICE_DECODE_CACHE_BYTES=0", "SLUICE_DECODE_CACHE_TTL=1m"}, 0, time.Minute},
+		{[]string{"--decode-cache-bytes", "2000", "--decode-cache-ttl", "2s"}, []string{"SLUICE_DECODE_CACHE_BYTES=0"}, 2000,
+			2 * time.Second},
+	} {
+		c, err := LoadConfig(tc.args, tc.env, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Engine.DecodeCacheBytes != tc.bytes || c.Engine.DecodeCacheTTL != tc.ttl {
+			t.Fatalf("%v %v: %d bytes, TTL %v; want %d, %v", tc.args, tc.env, c.Engine.DecodeCacheBytes,
+				c.Engine.DecodeCacheTTL, tc.bytes, tc.ttl)
+		}
+	}
+	for _, args := range [][]string{{"--decode-cache-bytes", "-1"}, {"--decode-cache-ttl", "0s"}} {
+		if _, err := LoadConfig(args, nil, io.Discard); err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Fatalf("%v: err = %v", args, err)
+		}
 	}
 }

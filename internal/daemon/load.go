@@ -104,6 +104,9 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 		"MiB all reads may hold for net changes, carry-over and update pairing before they spill to disk")
 	fs.StringVar(&c.Engine.SpillDir, "spill-dir", c.Engine.SpillDir,
 		"directory for the temporary files of reads over the memory budget (default: the system's temporary directory)")
+	fs.Int64Var(&c.Engine.DecodeCacheBytes, "decode-cache-bytes", c.Engine.DecodeCacheBytes,
+		"bytes of encoded batches shared among streams reading the same window at once, 0: off")
+	dur(&c.Engine.DecodeCacheTTL, "decode-cache-ttl", "how long a read's encoded batches serve new readers after the read")
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "Go GC target percent (GOGC wins when set)")
 	fs.Int64Var(&c.MemoryLimitMiB, "memory-limit-mib", c.MemoryLimitMiB, "Go soft memory limit in MiB, 0: none (GOMEMLIMIT wins when set)")
 	dur(&c.Follow.PollInterval, "poll-interval", "how often follow streams poll a table for new commits")
@@ -382,9 +385,10 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		}
 	}
 	int64s := map[string]*int64{
-		"SLUICE_MEMORY_LIMIT_MIB":  &cfg.MemoryLimitMiB,
-		"SLUICE_MAX_BATCH_BYTES":   &cfg.Engine.MaxBatchBytes,
-		"SLUICE_MEMORY_BUDGET_MIB": &cfg.Engine.MemoryBudgetMiB,
+		"SLUICE_MEMORY_LIMIT_MIB":   &cfg.MemoryLimitMiB,
+		"SLUICE_MAX_BATCH_BYTES":    &cfg.Engine.MaxBatchBytes,
+		"SLUICE_MEMORY_BUDGET_MIB":  &cfg.Engine.MemoryBudgetMiB,
+		"SLUICE_DECODE_CACHE_BYTES": &cfg.Engine.DecodeCacheBytes,
 	}
 	for k, p := range int64s {
 		if v, ok := env[k]; ok {
@@ -403,6 +407,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_AUTH_TOKEN_TTL":     &cfg.Auth.TokenTTL,
 		"SLUICE_STALL_TIMEOUT":      &cfg.Limits.StallTimeout,
 		"SLUICE_KEEPALIVE_TIME":     &cfg.Limits.KeepaliveTime,
+		"SLUICE_DECODE_CACHE_TTL":   &cfg.Engine.DecodeCacheTTL,
 	}
 	for k, p := range durations {
 		if v, ok := env[k]; ok {

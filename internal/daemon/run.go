@@ -114,7 +114,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		MaxStreamsPerPrincipal: cfg.Limits.MaxStreamsPerPrincipal,
 		CallsPerSecond:         cfg.Limits.CallsPerSecond,
 		StallTimeout:           cfg.Limits.StallTimeout,
-	}, Replicas: server.Replicas{Advertise: cfg.Replicas.Advertise, Peers: cfg.Replicas.Peers}})
+	}, Replicas: server.Replicas{Advertise: cfg.Replicas.Advertise, Peers: cfg.Replicas.Peers},
+		DecodeCacheBytes: cfg.Engine.DecodeCacheBytes, DecodeCacheTTL: cfg.Engine.DecodeCacheTTL})
 
 	opts := srv.ServerOptions()
 	if tlsConfig != nil {
