@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -161,8 +162,7 @@ type sinkProc struct {
 
 func startSink(t *testing.T, py string, args ...string) *sinkProc {
 	t.Helper()
-	example := filepath.Join("..", "clients", "python", "examples", "falkordb_sink.py")
-	cmd := exec.Command(py, append([]string{example}, args...)...)
+	cmd := exec.Command(py, args...)
 	p := &sinkProc{cmd: cmd, done: make(chan error, 1), out: &syncBuffer{}}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
@@ -203,13 +203,56 @@ func stopEmbeddedFalkorDB(db string) {
 	}
 }
 
+// readmeSinkArgs returns the arguments of the sink in the sh block of
+// README.md's FalkorDB subsection, its --uri replaced with uri and its --db
+// file put in dir; and that file and the consumer id.
+func readmeSinkArgs(t *testing.T, uri, dir string) (args []string, db, consumer string) {
+	t.Helper()
+	block := readmeSection(t, "### A graph database: FalkorDB", "sh")[0]
+	cmdline := ""
+	for _, l := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
+		if strings.Contains(l, "falkordb_sink.py") {
+			cmdline = l
+		}
+	}
+	fields := strings.Fields(cmdline)
+	if len(fields) < 2 || fields[0] != "python" {
+		t.Fatalf("README.md's FalkorDB sh block runs no python falkordb_sink.py:\n%s", block)
+	}
+	args = []string{filepath.Join("..", fields[1])}
+	for i := 2; i < len(fields); i++ {
+		args = append(args, fields[i])
+		if i+1 == len(fields) {
+			break
+		}
+		switch fields[i] {
+		case "--uri":
+			fields[i+1] = uri
+		case "--db":
+			fields[i+1] = filepath.Join(dir, fields[i+1])
+			db = fields[i+1]
+		case "--consumer":
+			consumer = fields[i+1]
+		case "--table":
+			if fields[i+1] != edgesTable {
+				t.Fatalf("README.md's FalkorDB command follows %s, want %s", fields[i+1], edgesTable)
+			}
+		}
+	}
+	if db == "" || consumer == "" || !slices.Contains(args, uri) {
+		t.Fatalf("README.md's FalkorDB command has no --uri, --db or --consumer: %s", cmdline)
+	}
+	return args, db, consumer
+}
+
 // TestFalkorDBSink runs clients/python/examples/falkordb_sink.py against
 // flightd while a writer adds, removes and re-weighs edges; the sink and
 // flightd are killed (SIGKILL) and restarted along the way, apart and
 // together. At the end the graph, read with Cypher (counts, the node ids,
 // and the edge of every id ever written), equals the table as a plain
 // iceberg-go scan reads it, and the sink's own --verify (the table read
-// through Sluice) agrees.
+// through Sluice) agrees. The sink runs as README.md's FalkorDB subsection
+// says, and the subsection's Cypher block reads the result.
 func TestFalkorDBSink(t *testing.T) {
 	py := python(t)
 	ctx := context.Background()
@@ -223,10 +266,12 @@ func TestFalkorDBSink(t *testing.T) {
 	flags := []string{"--warehouse", dir, "--poll-interval", "50ms", "--heartbeat-interval", "300ms"}
 	srv := startFlightd(t, flags...)
 	addr := srv.Addr
-	db, until := filepath.Join(work, "graph.db"), filepath.Join(work, "until")
+	until := filepath.Join(work, "until")
+	// The README's command, with this flightd's address and the database
+	// file in work, and the test's flags to stop and check at the end.
+	args, db, consumer := readmeSinkArgs(t, srv.URI(), work)
 	t.Cleanup(func() { stopEmbeddedFalkorDB(db) })
-	args := []string{"--uri", srv.URI(), "--table", edgesTable, "--consumer", "graph-e2e", "--db", db,
-		"--until-file", until, "--max-backoff", "0.5", "--verify"}
+	args = append(args, "--until-file", until, "--max-backoff", "0.5", "--verify")
 	sink := startSink(t, py, args...)
 	c := dialGo(t, ctx, srv.URI())
 
@@ -237,7 +282,7 @@ func TestFalkorDBSink(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(time.Minute)
 		for {
-			p, err := c.ConsumerProgress(ctx, "graph-e2e", edgesTable)
+			p, err := c.ConsumerProgress(ctx, consumer, edgesTable)
 			if err == nil && p.CommitSeq >= seq {
 				return
 			}
@@ -293,6 +338,16 @@ func TestFalkorDBSink(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &report); err != nil || !report.Verified ||
 		report.CommitSeq != seq {
 		t.Fatalf("the sink's report (%v): want verified at commit_seq %d:\n%s", err, seq, sink.out)
+	}
+
+	// The README's Cypher block, run where the database file is.
+	blocks := readmeSection(t, "### A graph database: FalkorDB", "python")
+	cmd := exec.Command(py, "-c", blocks[0])
+	cmd.Dir = work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the README's python block: %v\n%s", err, out)
+	} else if sync, count := fmt.Sprintf("[['%s', %d]]", edgesTable, seq), fmt.Sprintf("[[%d]]", len(want)); !strings.Contains(string(out), sync) || !strings.Contains(string(out), count) {
+		t.Fatalf("the README's python block printed no %s and %s:\n%s", sync, count, out)
 	}
 
 	// The graph, with Cypher, against the scan.
