@@ -41,7 +41,7 @@ func TestOrderChangesPairColumnNulls(t *testing.T) {
 	render := func(rows []change) string {
 		var out []string
 		for _, c := range rows {
-			id := int64(-1)
+			var id int64
 			if c.before >= 0 {
 				id = cs.dels[0].Column(0).(*array.Int64).Value(c.before)
 			} else {

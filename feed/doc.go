@@ -8,7 +8,10 @@
 // resulting [Plan] is what the explain action shows. [Engine.Read] streams
 // the plan as [Batch]es of renderable change rows
 // (op, before, after, snapshot, ts), each batch holding the changes of one
-// snapshot, with projection and filter pushed into the Parquet reads.
+// snapshot, with projection and filter pushed into the Parquet reads; a
+// request with Layout [LayoutFlat] gets the same rows flat (the image's
+// data columns, _change_type, _commit_version, _commit_timestamp), the
+// shape of Delta's change data feed.
 //
 // Tables come in two formats behind one seam ([Table]): Iceberg, whose
 // snapshots the engine plans from manifests with iceberg-go, and Delta Lake

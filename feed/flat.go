@@ -168,18 +168,21 @@ func (f *flattener) flatten(ctx context.Context, rec arrow.RecordBatch) (arrow.R
 	befores := 0
 	same := true
 	first := ops.Value(0)
+	prev, onBefore := "", false
 	for i := range n {
-		op := ops.Value(i)
-		ct, ok := changeTypes[op]
-		if !ok {
-			return nil, fmt.Errorf("%w: a %q row has no flat form (fold_updates with the flat layout)",
-				ErrInvalidRequest, op)
+		if op := ops.Value(i); i == 0 || op != prev {
+			ct, ok := changeTypes[op]
+			if !ok {
+				return nil, fmt.Errorf("%w: a %q row has no flat form (fold_updates with the flat layout)",
+					ErrInvalidRequest, op)
+			}
+			prev, onBefore = op, ct.before
+			same = same && op == first
 		}
-		sides[i] = ct.before
-		if ct.before {
+		sides[i] = onBefore
+		if onBefore {
 			befores++
 		}
-		same = same && op == first
 	}
 
 	cols := make([]arrow.Array, 0, f.schema.NumFields())
