@@ -75,6 +75,7 @@ FUZZTIME ?= 30s
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run replicas demo venv venv-demo tools plugins protoc postgresql java restcatalog fake-gcs-server azurite generate checkgenerate lint checkfmt checkfuzz \
+	chromium console-screenshot \
 	checkversion fmt test test-unit test-python check-wheel test-e2e test-long bench load fuzz static image dist check-dist clean \
 	delta-fixtures
 
@@ -171,6 +172,24 @@ postgresql:
 		echo "make: the replica e2e test needs PostgreSQL's initdb and pg_ctl: install it (Debian, Ubuntu:" \
 		"sudo apt-get install postgresql; macOS: brew install postgresql)"; exit 1; }
 
+## chromium: headless Chromium (Debian's chromium, installed with apt-get when missing and root), for the web console's browser test (e2e/console_test.go)
+# The test finds it by SLUICE_CHROMIUM (chromium_path below).
+chromium:
+	@$(chromium_path) >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 || { \
+		echo "apt-get install chromium (for the web console's browser test)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; }; }
+	@$(chromium_path) >/dev/null || { \
+		echo "make: the web console's browser test needs Chromium: install it (Debian, Ubuntu:" \
+		"sudo apt-get install chromium; macOS: brew install --cask chromium) or set SLUICE_CHROMIUM"; exit 1; }
+chromium_path = { { [ -n "$$SLUICE_CHROMIUM" ] && echo "$$SLUICE_CHROMIUM"; } || command -v chromium || command -v chromium-browser; }
+
+## console-screenshot: docs/console.png, the web console as the browser test leaves it (TestConsole)
+console-screenshot: chromium
+	SLUICE_CHROMIUM=$$($(chromium_path)) SLUICE_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png \
+		$(GO) test -count=1 -run 'TestConsole$$' ./e2e/
+
 ## java: Java 17 or newer and Maven (Debian's openjdk-17-jre-headless and maven, installed with apt-get when missing and root), for the REST catalog server of the object-storage tests
 java:
 	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
@@ -255,7 +274,7 @@ checkversion: build venv-demo
 # Go builds the plugins and flightd (the CPU); then the checks and the tests
 # run one after another.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc postgresql restcatalog fake-gcs-server azurite $(PLUGINS) build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc postgresql chromium restcatalog fake-gcs-server azurite $(PLUGINS) build
 	@$(MAKE) --no-print-directory checkgenerate checkfmt checkversion test-unit test-python test-e2e
 
 ## test-unit: Go unit tests with the race detector (the venv, the REST catalog's classpath and the storage emulators: some start moto's S3 server, fake-gcs-server, Azurite or the REST catalog, internal/testsvc)
@@ -287,8 +306,8 @@ check-wheel: $(TMP)/pybuild/.installed
 	cd $(WHEEL_DIR) && venv/bin/python $(CURDIR)/clients/python/tests/check_wheel.py $(VERSION)
 
 ## test-e2e: real flightd processes read by the Go and pyarrow clients (and replicas sharing a PostgreSQL; tables on moto's S3 behind Apache Iceberg's REST catalog server)
-test-e2e: venv postgresql restcatalog fake-gcs-server azurite
-	SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(EMULATORS_ENV) $(GO) test -count=1 -timeout 20m ./e2e/...
+test-e2e: venv postgresql chromium restcatalog fake-gcs-server azurite
+	SLUICE_PYTHON=$(PY) SLUICE_CHROMIUM=$$($(chromium_path)) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(EMULATORS_ENV) $(GO) test -count=1 -timeout 20m ./e2e/...
 
 ## bench: the benchmarks: workloads, every arm and peer in one run, docs/BENCHMARKS.md and docs/bench-scale.svg (RUNS, SCALE_ROWS, FULLDIFF_MAX_ROWS, PEER_ROWS, MEM_ROWS; not part of test)
 # The scale and bounded-memory tables are kept in .tmp/bench and reused by
