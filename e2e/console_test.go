@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/internal/demo"
+	"github.com/sluicefeed/sluice/internal/docmd"
 	"github.com/sluicefeed/sluice/internal/tablewrite"
 )
 
@@ -163,7 +167,8 @@ func TestConsole(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(upsertRow)),
 		chromedp.Click(chromedp.CSS(upsertRow)),
 		chromedp.WaitVisible(chromedp.CSS(upsertRow+`.selected`)),
-		chromedp.WaitVisible(chromedp.CSS(`#changes tbody tr[data-op="update"]`)),
+		chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#changes[data-from="%d"][data-to="%d"]`, *upsert.Parent,
+			upsert.ID))),
 	); err != nil {
 		t.Fatalf("show the upsert's changes: %v", err)
 	}
@@ -208,7 +213,22 @@ func TestConsole(t *testing.T) {
 	}
 
 	if path := os.Getenv("SLUICE_CONSOLE_SCREENSHOT"); path != "" {
-		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		// The picture shows the whole history's changes under the live one.
+		if err := chromedp.Do(bctx,
+			chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+				_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
+					`document.querySelector("#window").from.value = ""; document.querySelector("#window").to.value = ""; true`))
+				return err
+			}),
+			chromedp.Click(chromedp.CSS(`#window button[type="submit"]`)),
+			chromedp.WaitReady(chromedp.CSS(`#changes[data-to=""][data-rows="13"]`)),
+		); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(bctx, chromedp.EmulateViewport(1400, 1240)); err != nil {
+			t.Fatal(err)
+		}
+		png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,5 +236,74 @@ func TestConsole(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("saved the console's screenshot to %s", path)
+	}
+}
+
+// TestConsoleReadme runs the command of README.md's console subsection,
+// as is but for its port (a free one) and the gRPC port (SLUICE_LISTEN, a
+// free one), in an empty directory: flightd prints the console's address,
+// which serves the page and lists the demo table.
+func TestConsoleReadme(t *testing.T) {
+	doc := docmd.Read(t, "../README.md")
+	const head = "### The browser: the web console\n"
+	i := strings.Index(doc, head)
+	if i < 0 {
+		t.Fatalf("README.md has no %q", head)
+	}
+	sec := doc[i+len(head):]
+	if j := strings.Index(sec, "\n#"); j >= 0 {
+		sec = sec[:j]
+	}
+	block := docmd.Block(t, "README.md", sec, "sh")
+	const readmeAddr = "127.0.0.1:8080"
+	args := strings.Fields(block[0])
+	if len(block) != 1 || args[0] != "flightd" || !slices.Contains(args, readmeAddr) {
+		t.Fatalf("the console's sh block is %q; want one flightd command on %s", block, readmeAddr)
+	}
+	addr := freeAddrs(t, 1)[0]
+	for k, a := range args {
+		if a == readmeAddr {
+			args[k] = addr
+		}
+	}
+	cmd := exec.Command(flightdBin, args[1:]...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "SLUICE_LISTEN=127.0.0.1:0")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("flightd did not exit cleanly: %v\n%s", err, out)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("flightd did not stop on SIGTERM:\n%s", out)
+		}
+	}()
+	url := "http://" + addr + "/"
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "web console on "+url); {
+		if time.Now().After(deadline) {
+			t.Fatalf("flightd did not print %q:\n%s", "web console on "+url, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for path, want := range map[string]string{"": "<title>Sluice console</title>", "api/tables": `"name":"demo.orders"`} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Fatalf("GET %s: %s %s; want %q", url+path, resp.Status, body, want)
+		}
 	}
 }

@@ -54,6 +54,7 @@ async function loadTables() {
   for (const t of list.tables) {
     const a = el("a", { href: `#table=${encodeURIComponent(t.name)}`, "data-table": t.name }, t.name,
       el("small", {}, `${t.format} · commit ${t.commit_seq}`));
+    a.classList.toggle("selected", t.name === state.table);
     ul.append(el("li", {}, a));
   }
   if (list.tables.length === 0) ul.append(el("li", { class: "note" }, "No table you may read."));
@@ -196,6 +197,7 @@ function startLive() {
     if (d.complete) {
       block.dataset.complete = "true";
       loadTimeline(table).catch(showError);
+      loadTables().catch(showError);
     }
   });
   es.addEventListener("error", (ev) => {
