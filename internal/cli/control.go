@@ -238,7 +238,7 @@ Takes the request flags of 'sluice changes'.`,
 					return err
 				}
 				if *out == "json" {
-					return writeJSON(a.io.Stdout, p)
+					return writeJSON(a.io.Stdout, planJSON(p))
 				}
 				return writePlan(a.io.Stdout, p, *files)
 			}
@@ -258,13 +258,73 @@ func writePlan(out io.Writer, p *sluice.Plan, files bool) error {
 	for _, s := range p.Snapshots {
 		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%d\n", s.Snapshot, s.CommitSeq, fmtTime(s.TimestampMs),
 			s.Operation, s.Strategy, len(s.Files), s.FilesSkipped, fmtBytes(s.BytesRead), s.RecordsRead)
-		if files {
-			for _, f := range s.Files {
-				fmt.Fprintf(w, "  %s %s\t%s\t%s\t%d records\t%s\n", f.Role, f.Content, "", "", f.RecordCount, f.Path)
-			}
+	}
+	if err := w.Flush(); err != nil || !files {
+		return err
+	}
+	for _, s := range p.Snapshots {
+		if len(s.Files) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\nsnapshot %d:\n", s.Snapshot)
+		w := tabs(out)
+		for _, f := range s.Files {
+			fmt.Fprintf(w, "  %s\t%s\t%d records\t%s\t%s\n", f.Role, f.Content, f.RecordCount, fmtBytes(f.FileSizeBytes), f.Path)
+		}
+		if err := w.Flush(); err != nil {
+			return err
 		}
 	}
-	return w.Flush()
+	return nil
+}
+
+// planJSON is the plan with the names of the explain action's JSON
+// (docs/PROTOCOL.md), as far as the typed plan carries them.
+func planJSON(p *sluice.Plan) any {
+	type file struct {
+		Path          string `json:"path"`
+		Content       string `json:"content"`
+		Role          string `json:"role"`
+		RecordCount   int64  `json:"record_count"`
+		FileSizeBytes int64  `json:"file_size_bytes"`
+	}
+	type snapshot struct {
+		Snapshot       int64  `json:"snapshot"`
+		SequenceNumber int64  `json:"sequence_number"`
+		CommitSeq      int64  `json:"commit_seq"`
+		TimestampMs    int64  `json:"timestamp_ms"`
+		Operation      string `json:"operation"`
+		Strategy       string `json:"strategy"`
+		Files          []file `json:"files"`
+		FilesSkipped   int64  `json:"files_skipped"`
+		BytesRead      int64  `json:"bytes_read"`
+		RecordsRead    int64  `json:"records_read"`
+	}
+	type plan struct {
+		Table        string     `json:"table"`
+		FromSnapshot *int64     `json:"from_snapshot"`
+		ToSnapshot   *int64     `json:"to_snapshot"`
+		Columns      []string   `json:"columns"`
+		Identity     []string   `json:"identity"`
+		Snapshots    []snapshot `json:"snapshots"`
+		FilesRead    int64      `json:"files_read"`
+		FilesSkipped int64      `json:"files_skipped"`
+		BytesRead    int64      `json:"bytes_read"`
+		RecordsRead  int64      `json:"records_read"`
+	}
+	out := plan{Table: p.Table, FromSnapshot: p.FromSnapshot, ToSnapshot: p.ToSnapshot, Columns: p.Columns,
+		Identity: p.Identity, FilesRead: p.FilesRead, FilesSkipped: p.FilesSkipped, BytesRead: p.BytesRead,
+		RecordsRead: p.RecordsRead, Snapshots: []snapshot{}}
+	for _, s := range p.Snapshots {
+		js := snapshot{Snapshot: s.Snapshot, SequenceNumber: s.SequenceNumber, CommitSeq: s.CommitSeq,
+			TimestampMs: s.TimestampMs, Operation: s.Operation, Strategy: s.Strategy, FilesSkipped: s.FilesSkipped,
+			BytesRead: s.BytesRead, RecordsRead: s.RecordsRead, Files: []file{}}
+		for _, f := range s.Files {
+			js.Files = append(js.Files, file{f.Path, f.Content, f.Role, f.RecordCount, f.FileSizeBytes})
+		}
+		out.Snapshots = append(out.Snapshots, js)
+	}
+	return out
 }
 
 // fmtBytes is a byte count in B, KB, MB or GB (powers of 1000).
