@@ -409,6 +409,10 @@ func encodeBatch(b feed.Batch, opts []ipc.Option) (encodedBatch, error) {
 		return encodedBatch{}, fmt.Errorf("encode batch: %w", err)
 	}
 	m := encodedMessage{header: bytes.Clone(meta.Bytes()), body: body.Bytes()}
+	if cap(m.body) > len(m.body)+len(m.body)/8 {
+		// The buffer grew by doubling: hold no more than the body.
+		m.body = bytes.Clone(m.body)
+	}
 	return encodedBatch{msgs: []encodedMessage{m}, rows: b.Record.NumRows(), snapshot: b.Snapshot,
 		complete: b.SnapshotComplete, size: int64(len(m.header) + len(m.body))}, nil
 }
