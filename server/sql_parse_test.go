@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sluicefeed/sluice/internal/docmd"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -129,4 +131,39 @@ func FuzzParseSQL(f *testing.F) {
 			t.Fatalf("%q: filter %q is not part of the query", s, q.Filter)
 		}
 	})
+}
+
+// TestProtocolDocFlightSQL: the queries docs/PROTOCOL.md shows as accepted
+// parse, and its grammar names exactly the options the parser takes.
+func TestProtocolDocFlightSQL(t *testing.T) {
+	doc := readProtocolDoc(t)
+	for _, q := range docmd.Block(t, protocolDoc, doc, "sql flightsql-accepted") {
+		if _, err := parseSQL(q); err != nil {
+			t.Errorf("the doc's accepted query %q: %v", q, err)
+		}
+	}
+	var names string
+	for _, l := range docmd.Block(t, protocolDoc, doc, "text flightsql-grammar") {
+		if rest, ok := strings.CutPrefix(l, "name"); ok {
+			names = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), ":="))
+		}
+	}
+	for _, n := range strings.Split(names, "|") {
+		n = strings.TrimSpace(n)
+		q := "SELECT * FROM table_changes('s.t', " + n + " => NULL)"
+		if n == "net_changes" {
+			q = "SELECT * FROM table_changes('s.t', net_changes => true)"
+		} else if n == "identity" {
+			q = "SELECT * FROM table_changes('s.t', identity => 'a')"
+		}
+		if _, err := parseSQL(q); err != nil {
+			t.Errorf("the doc's option %q: %v", n, err)
+		}
+	}
+	_, err := parseSQL("SELECT * FROM table_changes('s.t', nope => 1)")
+	for _, n := range strings.Split(names, "|") {
+		if err == nil || !strings.Contains(err.Error(), strings.TrimSpace(n)) {
+			t.Errorf("an unknown option's error does not name the doc's option %q: %v", n, err)
+		}
+	}
 }
