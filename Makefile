@@ -361,6 +361,7 @@ FUZZERS := \
 	./internal/pqread/:FuzzRead \
 	./server/:FuzzDecodeRequest \
 	./server/:FuzzDecodeBody \
+	./server/:FuzzParseSQL \
 	./auth/:FuzzParseAuthorization \
 	./auth/:FuzzIssuedToken \
 	./auth/:FuzzAuthenticate \
