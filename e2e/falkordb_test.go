@@ -197,7 +197,11 @@ func stopEmbeddedFalkorDB(db string) {
 		return
 	}
 	if pid, err := os.ReadFile(settings.Pidfile); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil && n > 0 {
+		n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
+		// Only while the pid is still that server's (a stale pidfile's pid
+		// may be another process's by now).
+		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n)); err == nil && n > 0 &&
+			strings.Contains(string(cmdline), "redis-server") {
 			_ = syscall.Kill(n, syscall.SIGKILL)
 		}
 	}
