@@ -151,9 +151,10 @@ func TestProtocolDocFlightSQL(t *testing.T) {
 	for _, n := range strings.Split(names, "|") {
 		n = strings.TrimSpace(n)
 		q := "SELECT * FROM table_changes('s.t', " + n + " => NULL)"
-		if n == "net_changes" {
+		switch n {
+		case "net_changes":
 			q = "SELECT * FROM table_changes('s.t', net_changes => true)"
-		} else if n == "identity" {
+		case "identity":
 			q = "SELECT * FROM table_changes('s.t', identity => 'a')"
 		}
 		if _, err := parseSQL(q); err != nil {
