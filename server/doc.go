@@ -14,6 +14,14 @@
 // progress kept in a ProgressStore, and writes the stream's events.
 // Server.Shutdown ends follow streams and WatchCommits with Unavailable.
 //
+// The same Flight service answers Flight SQL (flightsql.go): descriptors,
+// tickets and actions holding Flight SQL messages go to arrow-go's
+// flightsql router, which serves one query, SELECT ... FROM
+// table_changes('ns.table', from, to, options) [WHERE filter] [LIMIT n]
+// (sql_parse.go), as a ChangeRequest in the flat layout, prepared
+// statements without parameters, and the catalog metadata calls, under the
+// same interceptors, grants and limits.
+//
 // Every call runs one pipeline: its request is decoded once, validated
 // once (its filter parsed once), authorized once, then dispatched. Each
 // control call has one typed handler; the Flight action (JSON) and the
