@@ -41,6 +41,19 @@ func TestWorkloads(t *testing.T) {
 	}
 }
 
+// The scale tables' statements touch disjoint rows in files of their own
+// at every size, and change 1% of the rows.
+func TestScaleParams(t *testing.T) {
+	for _, rows := range []int{4000, 20000, 1_000_000, 10_000_000, 100_000_000} {
+		p := NewScaleParams(rows)
+		updLast := p.UpdateFirst + int64(p.Updates) - 1
+		if p.DeleteFirst <= updLast || (p.DeleteFirst-1)%int64(p.FileRows) != 0 ||
+			p.DeleteFirst+int64(p.Deletes)-1 > int64(rows) || p.Updates+p.Deletes+p.Inserts != rows/100 {
+			t.Errorf("%d rows: %+v", rows, p)
+		}
+	}
+}
+
 // A scale table's window holds the statements' changes, update pairs
 // included, and the full re-read diff finds as many; a second write reuses
 // the cached table.
@@ -176,7 +189,7 @@ func TestRunTiny(t *testing.T) {
 		t.Fatalf("build flightd: %v\n%s", err, out)
 	}
 	cfg := Config{Work: filepath.Join(dir, "work"), Flightd: filepath.Join(dir, "flightd"), Python: python, Runs: 1,
-		Rows: 4000, ScaleRows: []int{4000, 8000}, PeerRows: 4000, DeltaRows: -1, SVG: "bench-scale.svg",
+		Rows: 4000, ScaleRows: []int{4000}, PeerRows: 4000, DeltaRows: -1, SVG: "bench-scale.svg",
 		Log: testLog{t}}
 	if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
 		t.Fatal(err)
@@ -203,7 +216,8 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("no peer %q among %q", w, readers)
 		}
 	}
-	if len(rep.Scale) != 2 || rep.Scale[1].Full == nil || rep.Scale[1].Feed.Rows != 120 {
+	if len(rep.Scale) != 1 || rep.Scale[0].Full == nil || rep.Scale[0].Feed.Rows != 60 ||
+		rep.Scale[0].Full.Rows != 60 || rep.Scale[0].FeedPeakMiB <= 0 {
 		t.Fatalf("scale points %+v", rep.Scale)
 	}
 	md := rep.Markdown("test", cfg)
@@ -212,7 +226,21 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("the report lacks %q", s)
 		}
 	}
-	svg := ScaleSVG(rep.Scale)
+}
+
+// The plot is well-formed SVG with a point per measured value, and says
+// where the full diff was not run.
+func TestScaleSVG(t *testing.T) {
+	pt := func(rows int, feed, server, full float64) ScalePoint {
+		p := ScalePoint{Scale: &Scale{ScaleParams: NewScaleParams(rows)},
+			Feed: Arm{Seconds: []float64{feed}, ServerCPU: []float64{server}}}
+		if full > 0 {
+			p.Full = &PeerRead{Seconds: []float64{full}}
+		}
+		return p
+	}
+	svg := ScaleSVG([]ScalePoint{pt(1_000_000, 0.2, 0.3, 5), pt(10_000_000, 0.9, 1.1, 50),
+		pt(100_000_000, 4, 5, 0)})
 	dec := xml.NewDecoder(strings.NewReader(svg))
 	circles := 0
 	for {
@@ -227,8 +255,13 @@ func TestRunTiny(t *testing.T) {
 			circles++
 		}
 	}
-	if circles != 6 {
-		t.Errorf("the plot has %d points, want 3 series of 2", circles)
+	if circles != 8 {
+		t.Errorf("the plot has %d points, want 8", circles)
+	}
+	for _, s := range []string{"not run above 10M rows", ">100 ms<", ">100 s<", ">1M<", ">100M<"} {
+		if !strings.Contains(svg, s) {
+			t.Errorf("the plot lacks %q:\n%s", s, svg)
+		}
 	}
 }
 

@@ -49,12 +49,17 @@ type ScaleParams struct {
 
 // NewScaleParams returns the statements of a scale table of rows rows: 1%
 // of them changed, half updated, a quarter deleted, a quarter inserted;
-// the updates start at the second file, the deletes at the third.
+// the updates start at the second file, the deletes at the first file
+// after the updated ones (no row is both updated and deleted, so the
+// window's net changes are its changes).
 func NewScaleParams(rows int) ScaleParams {
 	fileRows := min(ScaleFileRows, max(rows/4, 1))
 	c := max(rows/100, 4)
-	return ScaleParams{Rows: rows, FileRows: fileRows, UpdateFirst: int64(fileRows) + 1, Updates: c / 2,
-		DeleteFirst: 2*int64(fileRows) + 1, Deletes: c / 4, Inserts: c - c/2 - c/4}
+	p := ScaleParams{Rows: rows, FileRows: fileRows, UpdateFirst: int64(fileRows) + 1, Updates: c / 2,
+		Deletes: c / 4, Inserts: c - c/2 - c/4}
+	lastUpdated := p.UpdateFirst + int64(p.Updates) - 1
+	p.DeleteFirst = (lastUpdated+int64(fileRows)-1)/int64(fileRows)*int64(fileRows) + 1
+	return p
 }
 
 // Changes is the number of change rows the window has: an update is a

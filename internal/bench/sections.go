@@ -171,6 +171,17 @@ func (r *Report) scaleSection(cfg Config) string {
 		fmt.Fprintf(&b, " %s | %s | %s | %s | %s | **%.0f×** |\n", secs(p.Full.median()), secs(flo), secs(fhi),
 			cpu(p.Full.CPU), mib(p.Full.PeakRSSMiB), p.Full.median()/p.Feed.median())
 	}
+	var over []string
+	for _, p := range r.Scale {
+		if p.FeedPeakMiB > 256 {
+			over = append(over, fmt.Sprintf("%.0f MiB at %d rows", p.FeedPeakMiB, p.Rows))
+		}
+	}
+	if len(over) > 0 {
+		fmt.Fprintf(&b, "\nflightd's peak RSS target (≤ 256 MiB) is MISSED: %s.\n", strings.Join(over, ", "))
+	} else {
+		fmt.Fprintf(&b, "\nflightd's peak RSS stayed within 256 MiB at every size (target ≤ 256 MiB: met).\n")
+	}
 	// Proportional to the change: the feed's time per change row across
 	// sizes, and the target at 10M rows.
 	first, last := r.Scale[0], r.Scale[len(r.Scale)-1]
@@ -199,7 +210,7 @@ func (r *Report) scaleSection(cfg Config) string {
 // and the full re-read diff's median time, against the table's rows, both
 // axes logarithmic. Hand-written SVG, no plotting library.
 func ScaleSVG(pts []ScalePoint) string {
-	const w, h, left, right, top, bottom = 640.0, 400.0, 70.0, 190.0, 30.0, 50.0
+	const w, h, left, right, top, bottom = 800.0, 400.0, 70.0, 330.0, 30.0, 50.0
 	type series struct {
 		name, color string
 		xy          [][2]float64
@@ -207,6 +218,12 @@ func ScaleSVG(pts []ScalePoint) string {
 	feed := series{name: "Sluice feed, wall time", color: "#1f77b4"}
 	fcpu := series{name: "flightd CPU", color: "#2ca02c"}
 	full := series{name: "full re-read diff, wall time", color: "#d62728"}
+	for _, p := range pts {
+		if p.Full == nil {
+			full.name = fmt.Sprintf("full re-read diff, wall time (not run above %s rows)", rowsLabel(float64(lastFull(pts))))
+			break
+		}
+	}
 	var xs, ys []float64
 	for _, p := range pts {
 		x := float64(p.Rows)
@@ -250,7 +267,7 @@ func ScaleSVG(pts []ScalePoint) string {
 	for e := y0; e <= y1; e++ {
 		y := py(math.Pow(10, e))
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, y, w-right, y)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, secs(math.Pow(10, e)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, tickSecs(math.Pow(10, e)))
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">table rows</text>`+"\n", (left+w-right)/2, h-10)
 	fmt.Fprintf(&b, `<text x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">seconds</text>`+"\n",
@@ -288,4 +305,23 @@ func rowsLabel(n float64) string {
 		return fmt.Sprintf("%gk", n/1e3)
 	}
 	return fmt.Sprintf("%g", n)
+}
+
+// tickSecs renders a power of ten of seconds: 10 ms, 1 s, 100 s.
+func tickSecs(s float64) string {
+	if s < 1 {
+		return fmt.Sprintf("%g ms", math.Round(s*1e6)/1e3)
+	}
+	return fmt.Sprintf("%g s", s)
+}
+
+// lastFull is the largest table the full re-read diff ran on.
+func lastFull(pts []ScalePoint) int {
+	n := 0
+	for _, p := range pts {
+		if p.Full != nil {
+			n = max(n, p.Rows)
+		}
+	}
+	return n
 }
