@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -146,5 +147,88 @@ func TestFlatLayoutErrors(t *testing.T) {
 		checkStatus(t, err, codes.InvalidArgument, tt.msg)
 		_, err = f.client.GetSchema(ctx, &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(tt.ticket)})
 		checkStatus(t, err, codes.InvalidArgument, tt.msg)
+	}
+}
+
+// TestFlatLayoutFollow: a follow stream in the flat layout sends its
+// heartbeats and each new commit's changes in the flat schema.
+func TestFlatLayoutFollow(t *testing.T) {
+	f := start(t, 1, 2, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := f.client.DoGet(ctx, &flight.Ticket{Ticket: []byte(
+		`{"table": "shop.orders", "follow": true, "start": "latest", "layout": "flat", "columns": ["id"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		meta  streamMeta
+		rows  []string
+		names []string
+		err   error
+	}
+	events := make(chan got, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rdr, err := flight.NewRecordReader(stream)
+		if err != nil {
+			events <- got{err: err}
+			return
+		}
+		defer rdr.Release()
+		for rdr.Next() {
+			rec := rdr.RecordBatch()
+			var g got
+			if err := json.Unmarshal(rdr.LatestAppMetadata(), &g.meta); err != nil {
+				events <- got{err: err}
+				return
+			}
+			for _, fl := range rec.Schema().Fields() {
+				g.names = append(g.names, fl.Name)
+			}
+			for i := range int(rec.NumRows()) {
+				g.rows = append(g.rows, fmt.Sprintf("%d %s@%d", rec.Column(0).(*array.Int64).Value(i),
+					rec.Column(1).(*array.String).Value(i), rec.Column(2).(*array.Int64).Value(i)))
+			}
+			events <- g
+		}
+		events <- got{err: rdr.Err()}
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	next := func() got {
+		t.Helper()
+		select {
+		case g := <-events:
+			if g.err != nil {
+				t.Fatal(g.err)
+			}
+			if want := []string{"id", "_change_type", "_commit_version", "_commit_timestamp"}; !slices.Equal(g.names, want) {
+				t.Fatalf("a follow batch has the columns %v, want %v", g.names, want)
+			}
+			return g
+		case <-time.After(20 * time.Second):
+			t.Fatal("no batch within 20s")
+		}
+		return got{}
+	}
+	if g := next(); !g.meta.Heartbeat {
+		t.Fatalf("first batch %+v, want a heartbeat", g.meta)
+	}
+	f.commit(t, 2, 2, 8)
+	var rows []string
+	for {
+		g := next()
+		rows = append(rows, g.rows...)
+		if g.meta.SnapshotComplete {
+			break
+		}
+	}
+	s := f.snapshots[1]
+	if want := []string{fmt.Sprintf("3 insert@%d", s), fmt.Sprintf("4 insert@%d", s)}; !slices.Equal(rows, want) {
+		t.Fatalf("the new commit's rows %v, want %v", rows, want)
 	}
 }
