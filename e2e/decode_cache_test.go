@@ -142,7 +142,9 @@ func followCommits(t *testing.T, n int, cacheBytes string, commits, rows int) fl
 		t.Fatalf("the decode cache is off, yet %v misses and %v hits", misses, hits)
 	}
 	_, peak := rssKiB(t, srv.pid())
-	t.Logf("%d followers, %d commits of %d rows (%d batches each), decode cache %s bytes: %v fills, %v hits; "+
-		"flightd CPU %.2fs, peak RSS %d MiB", n, commits, rows, len(metas[0]), cacheBytes, misses, hits, used, peak>>10)
+	sent := metric(t, maddr, fmt.Sprintf("sluice_bytes_streamed_total{table=%q}", followTable))
+	t.Logf("%d followers, %d commits of %d rows (%d batches each, %.1f MB per follower), decode cache %s bytes: "+
+		"%v fills, %v hits; flightd CPU %.2fs, peak RSS %d MiB", n, commits, rows, len(metas[0]), sent/float64(n)/1e6,
+		cacheBytes, misses, hits, used, peak>>10)
 	return used
 }
