@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/sluicefeed/sluice/internal/bench"
 )
@@ -72,6 +73,7 @@ func run(ctx context.Context) error {
 	flag.StringVar(&cfg.Spark.Ivy, "spark-ivy", ".tmp/bench-ivy", "the folder Spark resolves the runtime into")
 	flag.IntVar(&cfg.Spark.Cores, "spark-cores", runtime.NumCPU(), "Spark local mode's threads")
 	flag.StringVar(&cfg.Spark.DriverMemory, "spark-driver-memory", "2g", "the Spark driver's heap")
+	prepare := flag.Bool("prepare", false, "write (or find written) the cached workloads, measure nothing")
 	flag.Parse()
 	for _, f := range strings.FieldsFunc(*scale, func(r rune) bool { return r == ' ' || r == ',' }) {
 		n, err := strconv.Atoi(f)
@@ -94,6 +96,19 @@ func run(ctx context.Context) error {
 	}
 	if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
 		return err
+	}
+	// One run at a time per working directory: a second would rewrite the
+	// cached tables under the first.
+	lock, err := os.OpenFile(filepath.Join(cfg.Work, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another sluice-bench is running in %s: %w", cfg.Work, err)
+	}
+	if *prepare {
+		return bench.Prepare(ctx, cfg)
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {

@@ -269,14 +269,14 @@ const notes = `
 The memory arms are a bound, not a speed: ` + "`make bench`" + ` fails when one peaks above it. Net changes
 and the carry-over of a copy-on-write rewrite must see many rows before emitting any; they keep at
 most ` + "`--memory-budget-mib`" + ` (32 MiB) of them for all reads together and spill the rest to Arrow
-IPC files in hash partitions (docs/OPERATIONS.md, Memory). So the 2M-row windows and the rewrite of
-a 1M-row file peak where a plain read does: what the process holds is set by the Go soft limit
-(192 MiB) and the collector, not by the window. For comparison, a ` + "`flightd`" + ` built
-before the budget (commit 21e4aed) read these warehouses' windows once each from pyarrow on the same
-machine: ` + "`net_changes`" + ` on the reference window 1,235 MiB and 8.9 s, on the 2M-row window by email
+IPC files in hash partitions (docs/OPERATIONS.md, Memory). So the bounded-memory table's windows and
+the rewrite of its file peak where a plain read does: what the process holds is set by the Go soft
+limit (192 MiB) and the collector, not by the window. For comparison, a ` + "`flightd`" + ` built
+before the budget (commit 21e4aed) read the windows of an earlier bounded-memory table (2M rows in
+1M-row files) once each from pyarrow on the same machine: ` + "`net_changes`" + ` on the reference window 1,235 MiB and 8.9 s, on the 2M-row window by email
 1,972 MiB and 18.7 s, over the 2M-row window with the rewrite 2,557 MiB and 18.5 s; the rewrite of
 the 1M-row file 386 MiB (its columns were decoded whole); the current build, read the same way,
-236, 232, 240 and 233 MiB, in 1.4, 4.7, 4.1 and 1.9 s. Net changes run at about 0.6 of the plain
+236, 232, 240 and 233 MiB, in 1.4, 4.7, 4.1 and 1.9 s (then, 2026-12-02). Net changes run at about 0.6 of the plain
 feed's rate in the table above (target: at least a third).
 
 ## Delta: Sluice and delta-rs

@@ -390,6 +390,7 @@ func startFlightd(ctx context.Context, cfg Config, wh string, extra ...string) (
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+			_ = os.Remove(ready)
 			return &flightdProc{cmd: cmd, addr: strings.TrimSpace(string(b))}, nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -471,4 +472,37 @@ func runPython(ctx context.Context, cfg Config, mode, uri, catalogFile, wh strin
 		return pyResult{}, fmt.Errorf("python printed %q: %w", out, err)
 	}
 	return res, nil
+}
+
+// Prepare writes the cached workloads a run would use (the scale tables,
+// the bounded-memory table and, with Python, the Delta tables), or finds
+// them written, and measures nothing: a later run then only measures.
+func Prepare(ctx context.Context, cfg Config) error {
+	for _, n := range cfg.ScaleRows {
+		cfg.logf("writing (or reusing) the %d-row scale table", n)
+		s, err := WriteScale(ctx, filepath.Join(cfg.Work, "scale"), NewScaleParams(n))
+		if err != nil {
+			return err
+		}
+		if !s.Cached {
+			cfg.logf("wrote the %d-row scale table in %.1f s", n, s.WriteSeconds)
+		}
+	}
+	if cfg.MemRows > 0 {
+		cfg.logf("writing (or reusing) the bounded-memory workload (%d rows)", cfg.MemRows)
+		if _, err := WriteMemoryCached(ctx, filepath.Join(cfg.Work, "memory"), cfg.MemRows, cfg.MemFileRows); err != nil {
+			return err
+		}
+	}
+	if cfg.Python != "" && cfg.DeltaRows >= 0 {
+		rows := cfg.DeltaRows
+		if rows == 0 {
+			rows = cfg.Rows
+		}
+		if _, err := WriteDelta(ctx, cfg, filepath.Join(cfg.Work, "delta"), NewDeltaParams(rows)); err != nil {
+			return err
+		}
+	}
+	cfg.logf("the workloads are ready")
+	return nil
 }
