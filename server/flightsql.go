@@ -160,6 +160,17 @@ func (s *Server) sqlRequest(ctx context.Context, query string, pin *sqlHandle) (
 	if err != nil {
 		return nil, nil, err
 	}
+	fc, err := r.window.FilterColumns()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range fc {
+		if isFlatMeta(c) {
+			return nil, nil, badRequestf("WHERE %s: the filter is over the data columns; %s, %s and %s are "+
+				"columns table_changes adds, which it cannot filter", quoteName(c), colChangeType, colCommitVersion,
+				colCommitTimestamp)
+		}
+	}
 	if err := s.authorize(ctx, r); err != nil {
 		return nil, nil, clipNames(err, r.names()...)
 	}

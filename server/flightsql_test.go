@@ -248,6 +248,8 @@ func TestFlightSQLErrors(t *testing.T) {
 		{"unknown column", `SELECT nope FROM table_changes('shop.orders')`, codes.InvalidArgument, `"nope"`},
 		{"bad filter", `SELECT * FROM table_changes('shop.orders') WHERE id >`, codes.InvalidArgument, "position"},
 		{"unknown snapshot", `SELECT * FROM table_changes('shop.orders', 12345)`, codes.NotFound, "12345"},
+		{"filter on a flat column", `SELECT * FROM table_changes('shop.orders') WHERE _change_type = 'insert'`,
+			codes.InvalidArgument, `WHERE "_change_type": the filter is over the data columns`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := sqlQuery(ctx, cl, tt.query)
