@@ -184,6 +184,27 @@ func TestConsole(t *testing.T) {
 			ops, cells)
 	}
 
+	// An error shows with its gRPC code name.
+	if err := chromedp.Do(bctx,
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
+				`document.querySelector("#window").filter.value = "status =="; true`))
+			return err
+		}),
+		chromedp.Click(chromedp.CSS(`#window button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#error`)),
+	); err != nil {
+		t.Fatalf("a bad filter: %v", err)
+	}
+	if shown := eval(`document.querySelector("#error").textContent`); !strings.HasPrefix(fmt.Sprint(shown),
+		"InvalidArgument ") || !strings.Contains(fmt.Sprint(shown), "filter") {
+		t.Fatalf("a bad filter shows %q; want InvalidArgument and the filter's error", shown)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](
+		`document.querySelector("#window").filter.value = ""; true`)); err != nil {
+		t.Fatal(err)
+	}
+
 	// Live: a commit made while the page follows the table is painted.
 	if err := chromedp.Do(bctx,
 		chromedp.Click(chromedp.CSS(`#live-toggle`)),
