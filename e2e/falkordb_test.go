@@ -171,16 +171,17 @@ func startSink(t *testing.T, py string, args ...string) *sinkProc {
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-p.done
+			_ = p.kill()
 		}
 	})
 	return p
 }
 
-func (p *sinkProc) kill() {
+// kill kills the sink with SIGKILL and waits for it; it returns how it
+// ended (the signal).
+func (p *sinkProc) kill() error {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
+	return <-p.done
 }
 
 // stopEmbeddedFalkorDB kills the FalkorDB server that falkordblite started
@@ -306,7 +307,7 @@ func TestFalkorDBSink(t *testing.T) {
 		case 8, 20: // the sink, in the middle of its work
 			_, seq := w.scan()
 			acked(seq - 2)
-			sink.kill()
+			_ = sink.kill()
 			t.Logf("commit %d: sink killed:\n%s", i, sink.out)
 			sink = startSink(t, py, args...)
 		case 14: // flightd: the sink reconnects
@@ -315,7 +316,7 @@ func TestFalkorDBSink(t *testing.T) {
 			srv = startFlightd(t, append(flags, "--listen", addr)...)
 		case 25: // both at once
 			_ = killFlightd(srv)
-			sink.kill()
+			_ = sink.kill()
 			time.Sleep(200 * time.Millisecond)
 			srv = startFlightd(t, append(flags, "--listen", addr)...)
 			sink = startSink(t, py, args...)
