@@ -163,6 +163,34 @@ func TestFlightSQLGoADBC(t *testing.T) {
 		adbcFails(t, ctx, open(t, "not-a-token"), fmt.Sprintf(`SELECT * FROM table_changes('%s')`, histgen.Table),
 			adbc.StatusUnauthenticated, "")
 	})
+	t.Run("Python with a token", func(t *testing.T) {
+		// As the README says: the token goes in db_kwargs.
+		script := `import sys
+import adbc_driver_flightsql.dbapi as flightsql
+import adbc_driver_manager
+uri, token, table = sys.argv[1:]
+with flightsql.connect(uri, db_kwargs={"adbc.flight.sql.authorization_header": "Bearer " + token},
+                       autocommit=True) as conn, conn.cursor() as cur:
+    cur.execute(f"SELECT id FROM table_changes('{table}')")
+    print(cur.fetch_arrow_table().num_rows)
+try:
+    with flightsql.connect(uri, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT id FROM table_changes('{table}')")
+    print("read without a token")
+except adbc_driver_manager.Error as e:
+    print("refused:", type(e).__name__, str(e).splitlines()[0])
+`
+		out, err := exec.CommandContext(ctx, python(t), "-c", script, srv.URI(), tokens["analyst"], histgen.Table).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		want := len(clientRows(t, ctx, client, sluice.ChangeRequest{Table: histgen.Table, Layout: sluice.LayoutFlat}, nil))
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 2 || lines[0] != fmt.Sprint(want) || !strings.HasPrefix(lines[1], "refused:") ||
+			!strings.Contains(lines[1], "UNAUTHENTICATED") {
+			t.Fatalf("got %q, want %d rows with the token and UNAUTHENTICATED without", out, want)
+		}
+	})
 }
 
 // adbcRows runs a query through ADBC, returning its rows as JSON lines.
