@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -402,4 +403,40 @@ func TestFlightSQLMetadata(t *testing.T) {
 	// Unauthenticated callers are refused as on every call.
 	_, err = cl.GetCatalogs(context.Background())
 	checkStatus(t, err, codes.Unauthenticated, "")
+}
+
+// TestFlightSQLMetricsAndLimits: Flight SQL reads count in the same
+// metrics (rows streamed per table) and run under the same call-rate
+// limit as the ChangeRequest calls.
+func TestFlightSQLMetricsAndLimits(t *testing.T) {
+	t.Run("metrics", func(t *testing.T) {
+		m := server.NewMetrics(nil)
+		f := startWith(t, 2, 3, 8, nil, func(o *server.Options) { o.Metrics = m })
+		cl := f.sqlClient(t)
+		got, _, err := sqlQuery(context.Background(), cl, `SELECT id FROM table_changes('shop.orders') LIMIT 4`)
+		if err != nil || len(got) != 4 {
+			t.Fatalf("%d rows, %v", len(got), err)
+		}
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		body := rec.Body.String()
+		if !strings.Contains(body, `sluice_rows_streamed_total{table="shop.orders"} 4`) {
+			t.Fatalf("the Flight SQL read is not in the rows streamed:\n%s", body)
+		}
+		if !strings.Contains(body, `grpc_method="GetFlightInfo"`) || !strings.Contains(body, `grpc_method="DoGet"`) {
+			t.Fatalf("the Flight SQL calls are not in the gRPC metrics:\n%s", body)
+		}
+	})
+	t.Run("call rate", func(t *testing.T) {
+		f := startWith(t, 1, 1, 8, nil, func(o *server.Options) { o.Limits.CallsPerSecond = 0.01 })
+		cl := f.sqlClient(t)
+		ctx := context.Background()
+		var err error
+		for range 5 {
+			if _, err = cl.Execute(ctx, `SELECT * FROM table_changes('shop.orders')`); err != nil {
+				break
+			}
+		}
+		checkStatus(t, err, codes.ResourceExhausted, "calls per second")
+	})
 }
