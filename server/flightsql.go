@@ -110,8 +110,6 @@ var sqlInfoValues = map[flightsql.SqlInfo]any{
 	flightsql.SqlInfoDDLSchema:                          false,
 	flightsql.SqlInfoDDLTable:                           false,
 	flightsql.SqlInfoIdentifierQuoteChar:                `"`,
-	flightsql.SqlInfoIdentifierCase:                     int32(flightsql.SqlCaseSensitivityCaseInsensitive),
-	flightsql.SqlInfoQuotedIdentifierCase:               int32(flightsql.SqlCaseSensitivityCaseInsensitive),
 	flightsql.SqlInfoKeywords:                           []string{"TABLE_CHANGES", "NET_CHANGES", "IDENTITY"},
 	flightsql.SqlInfoSupportsColumnAliasing:             false,
 }
