@@ -42,7 +42,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -121,7 +121,7 @@ def last_images(batch: pa.RecordBatch) -> Dict[int, Optional[Dict[str, Any]]]:
 
 def touched_nodes(batch: pa.RecordBatch) -> List[int]:
     """The node ids a batch's images name, before and after."""
-    nodes = set()
+    nodes: Set[int] = set()
     for name in ("before", "after"):
         col = batch.column(name)
         for f in ("src", "dst"):
@@ -165,7 +165,8 @@ def table_edges(client: sluice.Client, table: str, snapshot: Optional[int]) -> D
                               columns=["id", "src", "dst", "weight"]):
         if b.full_state:
             for a in b.batch.column("after").to_pylist():
-                out[a["id"]] = (a["src"], a["dst"], a["weight"])
+                if a is not None:  # a full state's rows are inserts: after is set
+                    out[a["id"]] = (a["src"], a["dst"], a["weight"])
     return out
 
 
@@ -207,7 +208,7 @@ def follow(client: sluice.Client, g: Any, args: argparse.Namespace, stats: Dict[
     sub = subscribe(client, args)
     with sub:
         for b in sub:
-            if not b.heartbeat:
+            if not b.heartbeat and b.snapshot is not None:
                 stats["batches"] += 1
                 stats["redelivered"] += int(b.redelivered)
                 apply(g, b.batch, b.snapshot)
