@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -278,7 +279,7 @@ func TestConsoleReadme(t *testing.T) {
 	block := docmd.Block(t, "README.md", sec, "sh")
 	const readmeAddr = "127.0.0.1:8080"
 	args := strings.Fields(block[0])
-	if len(block) != 1 || args[0] != "flightd" || !slices.Contains(args, readmeAddr) {
+	if len(block) != 1 || filepath.Base(args[0]) != "flightd" || !slices.Contains(args, readmeAddr) {
 		t.Fatalf("the console's sh block is %q; want one flightd command on %s", block, readmeAddr)
 	}
 	addr := freeAddrs(t, 1)[0]
