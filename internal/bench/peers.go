@@ -316,10 +316,15 @@ func readIcebergPeer(ctx context.Context, cfg Config, mode, uri string, pid int,
 }
 
 // sluicePeer reads a window from Python through a fresh flightd on wh: a
-// first read, then cfg.Runs measured ones (warm: the runs after the first
-// read of the same flightd); and adds flightd's peak RSS.
-func sluicePeer(ctx context.Context, cfg Config, wh string, req map[string]any, materialize bool) (*PeerRead, error) {
-	srv, err := startFlightd(ctx, cfg, wh)
+// first read, then cfg.Runs measured ones; and adds flightd's peak RSS.
+// With cached, flightd's decode cache is on (its default), so the measured
+// runs read what the first read left; without, each run reads the files.
+func sluicePeer(ctx context.Context, cfg Config, wh string, req map[string]any, materialize, cached bool) (*PeerRead, error) {
+	start := startFlightd
+	if cached {
+		start = startFlightdWith
+	}
+	srv, err := start(ctx, cfg, wh)
 	if err != nil {
 		return nil, err
 	}
@@ -377,11 +382,12 @@ func runAppendPeers(ctx context.Context, cfg Config, wh string, ref *Reference, 
 	}
 	cold.Note = "pyarrow.flight, `read_all()`; each run the first read of a fresh `flightd` and Python process"
 	cfg.logf("measuring the append window: sluice via pyarrow, warm")
-	warm, err := sluicePeer(ctx, cfg, wh, req, true)
+	warm, err := sluicePeer(ctx, cfg, wh, req, true, true)
 	if err != nil {
 		return fmt.Errorf("append window, sluice warm: %w", err)
 	}
-	warm.Note = "pyarrow.flight, `read_all()`; the runs after a first read of the same `flightd`"
+	warm.Note = "pyarrow.flight, `read_all()`; the runs after a first read of the same `flightd`, its decode cache on " +
+		"(the default): a window another consumer just read"
 	cfg.logf("measuring the append window: pyiceberg")
 	p, err := readIcebergPeer(ctx, cfg, "pyiceberg", "", 0, wh, req, true, true, cfg.Runs)
 	if err != nil {
@@ -426,11 +432,12 @@ func runCoWPeers(ctx context.Context, cfg Config, s *Scale, rep *Report) error {
 	window := fmt.Sprintf("%s (%d-row table)", peerCoW, s.Rows)
 	cfg.logf("measuring the %s: sluice via pyarrow", window)
 	sl, err := sluicePeer(ctx, cfg, s.Warehouse, map[string]any{"table": s.Table,
-		"from_snapshot": fmt.Sprint(s.Base), "to_snapshot": fmt.Sprint(s.End)}, false)
+		"from_snapshot": fmt.Sprint(s.Base), "to_snapshot": fmt.Sprint(s.End)}, false, false)
 	if err != nil {
 		return fmt.Errorf("%s, sluice: %w", window, err)
 	}
-	sl.Note = "pyarrow.flight, batches streamed (counted, not kept), after a first read of the same `flightd`"
+	sl.Note = "pyarrow.flight, batches streamed (counted, not kept), after a first read of the same `flightd` " +
+		"(its decode cache off: each run reads the files)"
 	want := map[string]int64{"insert": int64(s.Inserts), "delete": int64(s.Deletes),
 		"update_before": int64(s.Updates), "update_after": int64(s.Updates)}
 	if !maps.Equal(sl.Ops, want) {

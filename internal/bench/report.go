@@ -60,7 +60,9 @@ func (r *Report) Markdown(command string, cfg Config) string {
 		fmt.Fprintf(&b, "  its CPU column is the Python process's CPU time (all its threads).\n")
 	}
 	fmt.Fprintf(&b, "\nThe feed arms read through a real `flightd` over loopback (Go client: `clients/go`; pyarrow: a\n")
-	fmt.Fprintf(&b, "plain `pyarrow.flight` client); the limits run in the benchmark process on the same files.\n\n")
+	fmt.Fprintf(&b, "plain `pyarrow.flight` client); the limits run in the benchmark process on the same files. Every\n")
+	fmt.Fprintf(&b, "`flightd` of the run has its decode cache off (`--decode-cache-bytes 0`), so each measured read\n")
+	fmt.Fprintf(&b, "reads the files, except the warm append arm of the side-by-side table, which measures the cache.\n\n")
 	fmt.Fprintf(&b, "The CPU columns give the median CPU time (user and system) of a run: in the benchmark process\n")
 	fmt.Fprintf(&b, "(the decoding of the limit arms, the Go client of the feed arms; for the Delta arms, the Python\n")
 	fmt.Fprintf(&b, "process that reads) and in flightd.\n\n")

@@ -246,6 +246,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	// Memory: a fresh flightd per window, its peak RSS after the read.
 	mem := func(name, wh string, req sluice.ChangeRequest, maxMiB float64) error {
+		cfg.logf("measuring %s", name)
 		s, err := startFlightd(ctx, cfg, wh)
 		if err != nil {
 			return err
@@ -377,11 +378,23 @@ type flightdProc struct {
 	addr string
 }
 
-// startFlightd starts flightd on the warehouse wh, with extra flags.
+// noDecodeCache turns flightd's decode cache off: the arms measure what a
+// read costs, not a read of encoded batches another read of the same
+// window left (the warm append arm measures that, with the cache on).
+var noDecodeCache = []string{"--decode-cache-bytes", "0"}
+
+// startFlightd starts flightd on the warehouse wh with its decode cache
+// off, with extra flags.
 func startFlightd(ctx context.Context, cfg Config, wh string, extra ...string) (*flightdProc, error) {
+	return startFlightdWith(ctx, cfg, wh, append(slices.Clone(noDecodeCache), extra...)...)
+}
+
+// startFlightdWith starts flightd on the warehouse wh with flags: the
+// defaults but for those.
+func startFlightdWith(ctx context.Context, cfg Config, wh string, flags ...string) (*flightdProc, error) {
 	ready := filepath.Join(cfg.Work, fmt.Sprintf("ready-%d", time.Now().UnixNano()))
 	args := append([]string{"--warehouse", wh, "--listen", "127.0.0.1:0", "--ready-file", ready, "--log-level", "warn"},
-		extra...)
+		flags...)
 	cmd := exec.CommandContext(ctx, cfg.Flightd, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
