@@ -73,7 +73,7 @@ func WriteMemory(ctx context.Context, cat *catalog.Catalog, name string, rows, f
 // WriteMemoryCached writes the bounded-memory workload into a warehouse of
 // its own under root, or reuses the one an earlier run wrote the same way.
 func WriteMemoryCached(ctx context.Context, root string, rows, fileRows int) (*Memory, error) {
-	dir := filepath.Join(root, fmt.Sprintf("%d-%d", rows, fileRows))
+	dir := filepath.Join(canonical(root), fmt.Sprintf("%d-%d", rows, fileRows))
 	params := map[string]int{"rows": rows, "file_rows": fileRows}
 	m, _, err := cached(ctx, dir, params, func(cat *catalog.Catalog) (*Memory, error) {
 		return WriteMemory(ctx, cat, "bench.mem", rows, fileRows)

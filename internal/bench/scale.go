@@ -140,7 +140,7 @@ func cached[T any](ctx context.Context, dir string, params any, write func(*cata
 // WriteScale writes the scale table of p into a warehouse of its own under
 // root (root/<rows>), or reuses the one an earlier run wrote the same way.
 func WriteScale(ctx context.Context, root string, p ScaleParams) (*Scale, error) {
-	dir := filepath.Join(root, fmt.Sprint(p.Rows))
+	dir := filepath.Join(canonical(root), fmt.Sprint(p.Rows))
 	s, hit, err := cached(ctx, dir, p, func(cat *catalog.Catalog) (*Scale, error) {
 		return writeScale(ctx, cat, p)
 	})
@@ -357,4 +357,14 @@ func scaleFeed(ctx context.Context, cfg Config, pt *ScalePoint) error {
 	}
 	pt.FeedPeakMiB, err = peakRSS(srv.cmd.Process.Pid)
 	return err
+}
+
+// canonical resolves the symbolic links of a folder's path when it exists:
+// the tables written under it name their files by absolute paths, which
+// must not pass through a link another folder holds.
+func canonical(dir string) string {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		return r
+	}
+	return dir
 }
