@@ -300,7 +300,15 @@ func runScale(ctx context.Context, cfg Config, rep *Report) error {
 			return fmt.Errorf("scale %d: %w", n, err)
 		}
 		if cfg.FullDiffMaxRows > 0 && n > cfg.FullDiffMaxRows {
-			pt.Skipped = fmt.Sprintf("skipped: the table is larger than -fulldiff-max-rows (%d)", cfg.FullDiffMaxRows)
+			pt.Skipped = fmt.Sprintf("not run: the table is larger than `-fulldiff-max-rows` (%d)", cfg.FullDiffMaxRows)
+			// What it would hold: its map grows with the table.
+			for _, q := range slices.Backward(rep.Scale) {
+				if q.Full != nil && q.Full.PeakRSSMiB > 0 {
+					pt.Skipped += fmt.Sprintf("; it peaked at %.1f GiB at %d rows, so about %.0f GiB here", q.Full.PeakRSSMiB/1024,
+						q.Rows, q.Full.PeakRSSMiB/1024*float64(n)/float64(q.Rows))
+					break
+				}
+			}
 		} else {
 			cfg.logf("measuring the full re-read diff of the %d-row table", n)
 			if pt.Full, err = fullDiffProcess(ctx, cfg, s); err != nil {
