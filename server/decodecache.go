@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicefeed/sluice/feed"
 )
@@ -46,6 +50,57 @@ type encodedBatch struct {
 	snapshot feed.Snapshot
 	complete bool
 	size     int64
+	// wire is the batch's messages marshaled once for the streams that
+	// may send them so (see sharedStream).
+	wire *sharedWire
+}
+
+// sharedWire is a batch's messages marshaled once, with their
+// app_metadata, by the first stream that sends them, and sent as they are
+// by every stream that may (see batchWriter.writeEncoded): a decode
+// cache's readers of a batch send the same bytes, since the app_metadata
+// of a batch depends on the batch and the kind of read alone, and the kind
+// is part of the entry's key. The marshaled bytes are Go memory that gRPC
+// holds while it writes them, and no one writes again. charge, set by the
+// cache, adds their size to the entry's bytes.
+type sharedWire struct {
+	once sync.Once
+	kind int
+	msgs []outMsg
+	err  error
+	// extra is the size charged to the entry; guarded by the cache's mu.
+	extra  int64
+	charge func(int64)
+}
+
+// prepare returns the batch's messages marshaled by ss's codec with the
+// app_metadata meta of a read of kind kind, marshaling them on its first
+// call; ok is false when the batch was marshaled for another kind of read
+// (then the stream sends its own).
+func (w *sharedWire) prepare(ss grpc.ServerStream, b encodedBatch, kind int, meta []byte) (msgs []outMsg, ok bool,
+	err error) {
+	w.once.Do(func() {
+		w.kind = kind
+		var size int64
+		for _, m := range b.msgs {
+			fd := &flight.FlightData{DataHeader: m.header, DataBody: m.body, AppMetadata: meta}
+			if w.err = checkSize(fd); w.err != nil {
+				return
+			}
+			pm := &grpc.PreparedMsg{}
+			if w.err = pm.Encode(ss, fd); w.err != nil {
+				w.err = fmt.Errorf("marshal batch: %w", w.err)
+				return
+			}
+			n := int64(proto.Size(fd))
+			w.msgs = append(w.msgs, outMsg{prepared: pm, size: n})
+			size += n
+		}
+		if w.charge != nil {
+			w.charge(size)
+		}
+	})
+	return w.msgs, w.kind == kind, w.err
 }
 
 // decodeCache shares the reads of windows and full states among the
@@ -287,8 +342,12 @@ func (c *decodeCache) trim(e *cacheEntry) {
 		return
 	}
 	for i := range n {
-		e.bytes -= e.batches[i].size
-		c.bytes -= e.batches[i].size
+		size := e.batches[i].size
+		if w := e.batches[i].wire; w != nil {
+			size += w.extra
+		}
+		e.bytes -= size
+		c.bytes -= size
 		e.batches[i] = encodedBatch{}
 	}
 	e.batches, e.base = e.batches[n:], low
@@ -363,6 +422,20 @@ func (c *decodeCache) add(ctx context.Context, e *cacheEntry, b encodedBatch) er
 		}
 		c.mu.Lock()
 	}
+	if b.wire != nil {
+		w := b.wire
+		w.charge = func(n int64) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if e.dropped {
+				return
+			}
+			w.extra = n
+			e.bytes += n
+			c.bytes += n
+			c.metrics.decodeCacheBytes(c.bytes)
+		}
+	}
 	e.batches = append(e.batches, b)
 	e.bytes += b.size
 	c.bytes += b.size
@@ -414,7 +487,7 @@ func encodeBatch(b feed.Batch, opts []ipc.Option) (encodedBatch, error) {
 		m.body = bytes.Clone(m.body)
 	}
 	return encodedBatch{msgs: []encodedMessage{m}, rows: b.Record.NumRows(), snapshot: b.Snapshot,
-		complete: b.SnapshotComplete, size: int64(len(m.header) + len(m.body))}, nil
+		complete: b.SnapshotComplete, size: int64(len(m.header) + len(m.body)), wire: &sharedWire{}}, nil
 }
 
 // hasDictionary reports whether a schema has a dictionary-encoded field
@@ -487,7 +560,7 @@ func (s *Server) writeRead(ctx context.Context, w *batchWriter, rd sharedRead, c
 		}
 		return nil
 	}
-	key := rd.key + "/" + compression
+	key := rd.key + "/" + compression + "/" + strconv.Itoa(rd.kind)
 	return s.cache.read(ctx, key, rd.read, encodeOptions(compression, s.mem), func(b encodedBatch) error {
 		if b.complete && complete != nil {
 			complete()

@@ -17,7 +17,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding/gzip"
 
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/server"
@@ -84,6 +86,40 @@ func TestDecodeCacheSharedByFollowers(t *testing.T) {
 	}
 	if b := scrape(t, "sluice_decode_cache_bytes"); b <= 0 {
 		t.Fatalf("the cache holds %v bytes", b)
+	}
+}
+
+// Followers that asked for gRPC's gzip compression (which the server then
+// uses for its replies) read the cache's batches along with followers
+// that did not: the batches are marshaled once for the streams that
+// compress nothing, and a compressing stream marshals its own, so that no
+// stream sends bytes compressed for another (a client refuses a message
+// flagged compressed on a stream without compression).
+func TestDecodeCacheCompressedAndPlainStreams(t *testing.T) {
+	checkLeaks(t)
+	opt, scrape := withCache(time.Minute)
+	f := startWith(t, 1, 4, 8, nil, opt)
+	const commits = 4
+	var ls []*live
+	for i := range 6 {
+		var opts []grpc.CallOption
+		if i%2 == 0 {
+			opts = append(opts, grpc.UseCompressor(gzip.Name))
+		}
+		l := f.open(t, `{"table": "shop.orders", "follow": true, "start": "latest"}`, opts...)
+		l.heartbeat(t)
+		ls = append(ls, l)
+	}
+	for c := range commits {
+		first := 4 + c*10
+		f.commit(t, first, 10, 8)
+		for _, l := range ls {
+			ids, _, _ := l.changes(t, 10)
+			sameIDs(t, ids, seq(int64(first+1), int64(first+10)))
+		}
+	}
+	if m := scrape(t, "sluice_decode_cache_misses_total"); m != commits {
+		t.Fatalf("%v fills for %d commits", m, commits)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -52,11 +53,11 @@ type live struct {
 }
 
 // open starts reading the stream of a ticket; the test ends it with stop.
-func (f *fixture) open(t *testing.T, ticket string) *live {
+func (f *fixture) open(t *testing.T, ticket string, opts ...grpc.CallOption) *live {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &live{events: make(chan event, 1000), cancel: cancel, done: make(chan struct{})}
-	stream, err := f.client.DoGet(ctx, &flight.Ticket{Ticket: []byte(ticket)})
+	stream, err := f.client.DoGet(ctx, &flight.Ticket{Ticket: []byte(ticket)}, opts...)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

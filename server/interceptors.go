@@ -51,6 +51,9 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(maxRequestBytes + 64<<10),
+		// gRPC's proto codec, but for the FlightData of a stream's
+		// batches, whose bodies it sends without a copy.
+		grpc.ForceServerCodecV2(newFlightCodec()),
 	}
 }
 

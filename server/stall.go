@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow/flight"
-	"google.golang.org/protobuf/proto"
 )
 
 // ErrStalled reports a client that took no message for the stall timeout.
@@ -53,7 +50,8 @@ type acceptance struct {
 // the stream (right after the call returns), releasing the held message
 // then.
 type stallGuard struct {
-	stream     flight.DataStreamWriter
+	// out hands a message to gRPC (see sender).
+	out        func(outMsg) error
 	timeout    time.Duration
 	checkAfter time.Duration
 
@@ -74,18 +72,18 @@ type stallGuard struct {
 
 // outgoing is a message for the sender, with the release of its header.
 type outgoing struct {
-	fd      *flight.FlightData
+	m       outMsg
 	release func()
 }
 
-func newStallGuard(stream flight.DataStreamWriter, timeout time.Duration) *stallGuard {
-	return &stallGuard{stream: stream, timeout: timeout, checkAfter: min(timeout, max(timeout/10, time.Second))}
+func newStallGuard(out func(outMsg) error, timeout time.Duration) *stallGuard {
+	return &stallGuard{out: out, timeout: timeout, checkAfter: min(timeout, max(timeout/10, time.Second))}
 }
 
 // send sends a message from the sender goroutine and returns once gRPC
 // accepted it, or with ErrStalled once the stream stalled; the sender calls
 // release when gRPC is done with the message, in either case.
-func (g *stallGuard) send(fd *flight.FlightData, release func()) error {
+func (g *stallGuard) send(m outMsg, release func()) error {
 	if g.closed {
 		release()
 		if g.stalled {
@@ -98,14 +96,14 @@ func (g *stallGuard) send(fd *flight.FlightData, release func()) error {
 		go g.sender()
 	}
 	begun := time.Now()
-	g.queue <- outgoing{fd: fd, release: release}
+	g.queue <- outgoing{m: m, release: release}
 	timer := time.NewTimer(g.checkAfter)
 	defer timer.Stop()
 	for {
 		select {
 		case err := <-g.done:
 			if err == nil {
-				g.accept(time.Now(), int64(proto.Size(fd))+5) // 5: gRPC's message header
+				g.accept(time.Now(), m.size+5) // 5: gRPC's message header
 			}
 			return err
 		case now := <-timer.C:
@@ -125,7 +123,7 @@ func (g *stallGuard) send(fd *flight.FlightData, release func()) error {
 func (g *stallGuard) sender() {
 	defer close(g.exited)
 	for m := range g.queue {
-		err := g.stream.Send(m.fd)
+		err := g.out(m.m)
 		m.release()
 		g.done <- err
 	}

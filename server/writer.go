@@ -9,6 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicefeed/sluice/feed"
 )
@@ -30,16 +33,83 @@ type batchWriter struct {
 	// guard, when set, sends the messages; release stops it.
 	guard *stallGuard
 	mem   memory.Allocator
+	// shared, when set, is the stream as gRPC's: it sends the batches
+	// of the decode cache as marshaled once for every stream (see
+	// sharedStream).
+	shared grpc.ServerStream
+}
+
+// outMsg is a message for gRPC: a FlightData that the stream's codec
+// marshals, or one marshaled once for many streams (prepared); size is
+// its marshaled size.
+type outMsg struct {
+	fd       *flight.FlightData
+	prepared *grpc.PreparedMsg
+	size     int64
+	// owned is set when fd's body belongs to the message alone (see
+	// ownedData); pooled, when set, is that body's buffer from
+	// bodyPool.
+	owned  bool
+	pooled *[]byte
+}
+
+// bodyPool holds the buffers of the IPC bodies a stream sends without
+// copying (see ownedData).
+var bodyPool = mem.DefaultBufferPool()
+
+// sender returns the function that hands a stream's messages to gRPC: a
+// message whose body it owns goes as an ownedData (which flightCodec
+// sends without copying the body) when the stream is gRPC's.
+func sender(stream flight.DataStreamWriter) func(outMsg) error {
+	ss, _ := stream.(grpc.ServerStream)
+	return func(m outMsg) error {
+		switch {
+		case m.prepared != nil:
+			return ss.SendMsg(m.prepared)
+		case m.owned && ss != nil:
+			var pooled *pooledBody
+			if m.pooled != nil {
+				pooled = &pooledBody{buf: m.pooled}
+			}
+			return ss.SendMsg(ownedData{FlightData: m.fd, pooled: pooled})
+		}
+		return stream.Send(m.fd)
+	}
+}
+
+// sharedStream returns the stream as gRPC's when it may send a message
+// that another stream marshaled (a grpc.PreparedMsg, whose bytes are the
+// message's wire form as the codec and compressor of the stream that
+// prepared it made them): when it marshals with gRPC's proto codec (its
+// content-subtype is that of every gRPC client, "" or "proto"; both of
+// flightd's gRPC servers take the default codecs) and compresses nothing
+// (the client asked for no gRPC compression). Else nil: it sends its own.
+func sharedStream(stream flight.DataStreamWriter) grpc.ServerStream {
+	ss, ok := stream.(grpc.ServerStream)
+	if !ok {
+		return nil
+	}
+	ts, ok := grpc.ServerTransportStreamFromContext(ss.Context()).(interface {
+		SendCompress() string
+		ContentSubtype() string
+	})
+	if !ok || ts.SendCompress() != "" || (ts.ContentSubtype() != "" && ts.ContentSubtype() != "proto") {
+		return nil
+	}
+	return ss
 }
 
 func newBatchWriter(stream flight.DataStreamWriter, schema *arrow.Schema, compression string,
 	mem memory.Allocator) *batchWriter {
 	opts := append([]ipc.Option{ipc.WithSchema(schema)}, encodeOptions(compression, mem)...)
-	pw := &payloadWriter{send: func(fd *flight.FlightData, release func()) error {
+	send := sender(stream)
+	pw := &payloadWriter{send: func(m outMsg, release func()) error {
 		defer release()
-		return stream.Send(fd)
+		return send(m)
 	}}
-	return &batchWriter{pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, opts...), schema: schema, mem: mem}
+	_, pw.own = stream.(grpc.ServerStream)
+	return &batchWriter{pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, opts...), schema: schema, mem: mem,
+		shared: sharedStream(stream)}
 }
 
 // encodeOptions are the IPC options that encode a stream's batches with
@@ -87,14 +157,30 @@ func (bw *batchWriter) writeEncoded(b encodedBatch, kind int) error {
 		schema := ipc.GetSchemaPayload(bw.schema, bw.mem)
 		meta := schema.Meta()
 		schema.Release()
-		if err := bw.pw.sendMessage(meta.Bytes(), nil, nil, meta.Release); err != nil {
+		if err := bw.pw.sendMessage(meta.Bytes(), nil, nil, nil, meta.Release); err != nil {
 			return err
 		}
 	}
 	meta := appMetadataOf(b.snapshot, b.complete, b.rows, kind)
 	var sent int64
+	if bw.shared != nil && b.wire != nil {
+		msgs, ok, err := b.wire.prepare(bw.shared, b, kind, meta)
+		if err != nil {
+			return err
+		}
+		if ok {
+			for i, m := range msgs {
+				if err := bw.pw.sendOut(m, len(b.msgs[i].body), func() {}); err != nil {
+					return err
+				}
+				sent += int64(len(b.msgs[i].body))
+			}
+			bw.metrics.streamed(bw.table, b.rows, sent)
+			return nil
+		}
+	}
 	for _, m := range b.msgs {
-		if err := bw.pw.sendMessage(m.header, m.body, meta, func() {}); err != nil {
+		if err := bw.pw.sendMessage(m.header, m.body, meta, nil, nil); err != nil {
 			return err
 		}
 		sent += int64(len(m.body))
@@ -155,9 +241,13 @@ type payloadWriter struct {
 	// send sends a message and then calls release, which frees the
 	// message's header; it may return before the message has left (see
 	// stallGuard), and then calls release once it has.
-	send    func(fd *flight.FlightData, release func()) error
+	send    func(m outMsg, release func()) error
 	appMeta []byte
-	body    bytes.Buffer
+	// own is set when the stream sends bodies without copying them (see
+	// sender): each body is then a buffer of its own from bodyPool, else
+	// the reused body.
+	own  bool
+	body bytes.Buffer
 	// err is the error of a failed send: every later payload fails with
 	// it, and leaves the body alone, which a send that was given up may
 	// still be reading.
@@ -181,37 +271,89 @@ func (p *payloadWriter) WritePayload(payload ipc.Payload) error {
 		return nil
 	}
 	meta := payload.Meta()
+	var appMeta []byte
+	if p.messages > 0 {
+		appMeta = p.appMeta
+	}
+	if p.own {
+		var size byteCounter
+		_ = payload.SerializeBody(&size)
+		buf := bodyPool.Get(int(size))
+		body := byteAppender((*buf)[:0])
+		if err := payload.SerializeBody(&body); err != nil {
+			meta.Release()
+			return fmt.Errorf("encode batch: %w", err)
+		}
+		*buf = body
+		return p.sendMessage(meta.Bytes(), body, appMeta, buf, meta.Release)
+	}
 	p.body.Reset()
 	if err := payload.SerializeBody(&p.body); err != nil {
 		meta.Release()
 		return fmt.Errorf("encode batch: %w", err)
 	}
-	var appMeta []byte
-	if p.messages > 0 {
-		appMeta = p.appMeta
-	}
-	return p.sendMessage(meta.Bytes(), p.body.Bytes(), appMeta, meta.Release)
+	return p.sendMessage(meta.Bytes(), p.body.Bytes(), appMeta, nil, meta.Release)
+}
+
+// byteCounter counts the bytes written to it.
+type byteCounter int
+
+func (c *byteCounter) Write(b []byte) (int, error) {
+	*c += byteCounter(len(b))
+	return len(b), nil
+}
+
+// byteAppender appends what is written to it.
+type byteAppender []byte
+
+func (a *byteAppender) Write(b []byte) (int, error) {
+	*a = append(*a, b...)
+	return len(b), nil
 }
 
 // sendMessage sends one IPC message with its app_metadata, and then calls
-// release (see send).
-func (p *payloadWriter) sendMessage(header, body, appMeta []byte, release func()) error {
+// release (see send). A body no one writes once it is sent (a pooled one,
+// or one of the decode cache's: owned) is sent without a copy when the
+// stream can.
+func (p *payloadWriter) sendMessage(header, body, appMeta []byte, pooled *[]byte, release func()) error {
 	if p.err != nil {
 		release()
 		return p.err
 	}
-	fd := flight.FlightData{DataHeader: header, DataBody: body, AppMetadata: appMeta}
-	if size := len(fd.DataHeader) + len(fd.DataBody) + len(fd.AppMetadata); size > MaxMessageBytes-1024 {
+	fd := &flight.FlightData{DataHeader: header, DataBody: body, AppMetadata: appMeta}
+	if err := checkSize(fd); err != nil {
 		release()
+		return err
+	}
+	owned := pooled != nil || (p.own && release == nil)
+	if release == nil {
+		release = func() {}
+	}
+	return p.sendOut(outMsg{fd: fd, size: int64(proto.Size(fd)), owned: owned, pooled: pooled}, len(body), release)
+}
+
+// checkSize refuses a message larger than a client accepts.
+func checkSize(fd *flight.FlightData) error {
+	if size := len(fd.DataHeader) + len(fd.DataBody) + len(fd.AppMetadata); size > MaxMessageBytes-1024 {
 		return fmt.Errorf("%w: a batch encodes to %d bytes, more than the %d a client accepts",
 			ErrMessageTooLarge, size, MaxMessageBytes)
 	}
-	if err := p.send(&fd, release); err != nil {
+	return nil
+}
+
+// sendOut sends a message of body bytes of IPC body, and then calls
+// release (see send).
+func (p *payloadWriter) sendOut(m outMsg, body int, release func()) error {
+	if p.err != nil {
+		release()
+		return p.err
+	}
+	if err := p.send(m, release); err != nil {
 		p.err = err
 		return err
 	}
 	p.messages++
-	p.bytes += int64(len(fd.DataBody))
+	p.bytes += int64(body)
 	return nil
 }
 
@@ -223,7 +365,7 @@ func (s *Server) newWriter(stream flight.DataStreamWriter, table string, schema 
 	compression string) *batchWriter {
 	w := newBatchWriter(stream, schema, compression, s.mem)
 	if s.limits.l.StallTimeout > 0 {
-		w.guard = newStallGuard(stream, s.limits.l.StallTimeout)
+		w.guard = newStallGuard(sender(stream), s.limits.l.StallTimeout)
 		w.pw.send = w.guard.send
 	}
 	w.metrics, w.table = s.metrics, table
