@@ -332,7 +332,7 @@ bench: build venv $(BENCH_SPARK)/.installed
 
 # pyspark in a venv of its own; the Iceberg runtime resolved once here, so a
 # bench run needs no network.
-$(BENCH_SPARK)/.installed: Makefile
+$(BENCH_SPARK)/.installed: Makefile | java
 	$(call check_python)
 	$(PYTHON) -m venv $(BENCH_SPARK)
 	$(BENCH_SPARK)/bin/python -m pip install --quiet --disable-pip-version-check pyspark==3.5.6
