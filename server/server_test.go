@@ -59,7 +59,7 @@ var testFollow = server.FollowOptions{PollInterval: 20 * time.Millisecond, Heart
 
 // startWith is start with the engine reading the catalog through wrap (nil:
 // the catalog itself) and the server's options changed by opts.
-func startWith(t *testing.T, commits, rows, payloadBytes int, wrap func(feed.Tables) feed.Tables,
+func startWith(t testing.TB, commits, rows, payloadBytes int, wrap func(feed.Tables) feed.Tables,
 	opts ...func(*server.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
@@ -127,7 +127,7 @@ func startWith(t *testing.T, commits, rows, payloadBytes int, wrap func(feed.Tab
 	return f
 }
 
-func (f *fixture) commit(t *testing.T, first, rows, payloadBytes int) {
+func (f *fixture) commit(t testing.TB, first, rows, payloadBytes int) {
 	t.Helper()
 	var batch []tablewrite.Row
 	for i := range rows {
