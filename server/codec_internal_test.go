@@ -89,6 +89,15 @@ func TestFlightCodecMatchesProto(t *testing.T) {
 			t.Fatalf("%T: not proto.Marshal's bytes", v)
 		}
 	}
+	// A server without the codec marshals an ownedData as its FlightData.
+	fd := &flight.FlightData{DataHeader: []byte("h"), DataBody: fill(5000), AppMetadata: []byte("{}")}
+	got, err := c.std.Marshal(ownedData{FlightData: fd, pooled: &pooledBody{buf: bodyPool.Get(5000)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := proto.Marshal(fd); !bytes.Equal(got.Materialize(), want) {
+		t.Fatal("gRPC's proto codec marshals an ownedData differently from its FlightData")
+	}
 	t.Logf("%d messages compared", n)
 }
 
