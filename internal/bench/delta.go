@@ -186,20 +186,11 @@ func lastLines(s string, n int) string {
 }
 
 // DeltaRead is what one Python process measured reading a Delta window:
-// a first read (a fresh process's), then the measured runs.
+// a first read (a fresh process's), then the measured runs, as a peer's
+// read (CPU and peak RSS of the Python process), with what only the Delta
+// arms report.
 type DeltaRead struct {
-	Rows int64 `json:"rows"`
-	// Seconds, CPU and ServerCPU are per measured run: wall time, the
-	// Python process's CPU time (all its threads) and flightd's.
-	Seconds   []float64 `json:"seconds"`
-	CPU       []float64 `json:"cpu"`
-	ServerCPU []float64 `json:"server_cpu"`
-	// FirstSeconds is the first read of the process, not measured.
-	FirstSeconds float64 `json:"first_seconds"`
-	// Ops counts the rows by change type, in Sluice's names.
-	Ops map[string]int64 `json:"ops"`
-	// PeakRSSMiB is the Python process's peak RSS.
-	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	PeerRead
 	// Strategies are the strategies of the window's versions (Sluice's
 	// explain), in order.
 	Strategies []string `json:"strategies"`
@@ -304,8 +295,9 @@ func runDelta(ctx context.Context, cfg Config, wh string, rep *Report) error {
 		Ref: armDeltaCDF})
 	window := fmt.Sprintf("%s (%d rows, change data feed on)", peerDelta, wl.Rows)
 	asPeer := func(r *DeltaRead, serverPeak float64, note string) PeerRead {
-		return PeerRead{Rows: r.Rows, Seconds: r.Seconds, CPU: r.CPU, ServerCPU: r.ServerCPU,
-			FirstSeconds: r.FirstSeconds, Ops: r.Ops, PeakRSSMiB: r.PeakRSSMiB, ServerPeakMiB: serverPeak, Note: note}
+		p := r.PeerRead
+		p.ServerPeakMiB, p.Note = serverPeak, note
+		return p
 	}
 	rep.Peers = append(rep.Peers,
 		PeerArm{Window: window, Reader: "Sluice via pyarrow", Sluice: true,
