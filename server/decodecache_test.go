@@ -194,28 +194,12 @@ func TestDecodeCacheWindowsAndStates(t *testing.T) {
 // A principal restricted to some columns never gets another column from
 // a window another principal's read put in the cache.
 func TestDecodeCacheKeepsGrants(t *testing.T) {
-	file := "tokens:\n"
-	for _, n := range []string{"alice", "bob"} {
-		file += fmt.Sprintf("  - principal: %s\n    sha256: %s\n", n, auth.HashToken("token-of-"+n))
-	}
-	path := filepath.Join(t.TempDir(), "tokens.yaml")
-	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := auth.Config{Mode: auth.ModeToken, TokensFile: path, Rules: []auth.Rule{
+	tokens := withTokens(t, auth.Config{Rules: []auth.Rule{
 		{Principals: []string{"alice"}, Tables: []string{"shop.*"}, Columns: map[string][]string{"shop.orders": {"id", "country"}}},
 		{Principals: []string{"bob"}, Tables: []string{"shop.*"}},
-	}}
-	authn, err := auth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	authz, err := auth.NewAuthorizer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	}}, "alice", "bob")
 	opt, scrape := withCache(time.Minute)
-	f := startWith(t, 2, 4, 8, nil, opt, func(o *server.Options) { o.Authenticator, o.Authorizer = authn, authz })
+	f := startWith(t, 2, 4, 8, nil, opt, tokens)
 	fields := func(who string) string {
 		t.Helper()
 		stream, err := f.client.DoGet(as(who), &flight.Ticket{Ticket: []byte(`{"table": "shop.orders"}`)})

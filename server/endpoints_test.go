@@ -3,8 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -163,27 +161,11 @@ func TestSplitDNSPeers(t *testing.T) {
 // A split window's tickets are checked as every DoGet: a principal that
 // may not read the table is refused a ticket another one was given.
 func TestSplitTicketsAuthorized(t *testing.T) {
-	file := "tokens:\n"
-	for _, n := range []string{"alice", "bob"} {
-		file += fmt.Sprintf("  - principal: %s\n    sha256: %s\n", n, auth.HashToken("token-of-"+n))
-	}
-	path := filepath.Join(t.TempDir(), "tokens.yaml")
-	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := auth.Config{Mode: auth.ModeToken, TokensFile: path, Rules: []auth.Rule{
+	tokens := withTokens(t, auth.Config{Rules: []auth.Rule{
 		{Principals: []string{"alice"}, Tables: []string{"shop.*"}},
 		{Principals: []string{"bob"}, Tables: []string{"hr.*"}},
-	}}
-	authn, err := auth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	authz, err := auth.NewAuthorizer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := startWith(t, 4, 2, 8, nil, func(o *server.Options) { o.Authenticator, o.Authorizer = authn, authz })
+	}}, "alice", "bob")
+	f := startWith(t, 4, 2, 8, nil, tokens)
 	info, err := f.client.GetFlightInfo(as("alice"), descriptor(`{"table": "shop.orders", "max_endpoints": 2}`))
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -294,27 +292,11 @@ func readTicket(ctx context.Context, cl *flightsql.Client, ticket []byte) ([]map
 // read, with their data columns; another caller sees none of them and is
 // refused their changes.
 func TestFlightSQLMetadata(t *testing.T) {
-	file := "tokens:\n"
-	for _, n := range []string{"alice", "bob"} {
-		file += fmt.Sprintf("  - principal: %s\n    sha256: %s\n", n, auth.HashToken("token-of-"+n))
-	}
-	path := filepath.Join(t.TempDir(), "tokens.yaml")
-	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := auth.Config{Mode: auth.ModeToken, TokensFile: path, Rules: []auth.Rule{
+	tokens := withTokens(t, auth.Config{Rules: []auth.Rule{
 		{Principals: []string{"alice"}, Tables: []string{"shop.*"}},
 		{Principals: []string{"bob"}, Tables: []string{"hr.*"}},
-	}}
-	authn, err := auth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	authz, err := auth.NewAuthorizer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := startWith(t, 2, 2, 8, nil, func(o *server.Options) { o.Authenticator, o.Authorizer = authn, authz })
+	}}, "alice", "bob")
+	f := startWith(t, 2, 2, 8, nil, tokens)
 	cl := f.sqlClient(t)
 	alice, bob := as("alice"), as("bob")
 

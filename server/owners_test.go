@@ -22,6 +22,17 @@ import (
 func withPrincipals(t *testing.T, owners []auth.ConsumerOwner, store *server.ProgressStore,
 	names ...string) func(*server.Options) {
 	t.Helper()
+	authenticate := withTokens(t, auth.Config{Consumers: owners}, names...)
+	return func(o *server.Options) {
+		authenticate(o)
+		*store = o.Progress
+	}
+}
+
+// withTokens authenticates callers by static tokens, one per name (the
+// token is the name's; see as), under cfg's rules and consumer owners.
+func withTokens(t *testing.T, cfg auth.Config, names ...string) func(*server.Options) {
+	t.Helper()
 	file := "tokens:\n"
 	for _, n := range names {
 		file += fmt.Sprintf("  - principal: %s\n    sha256: %s\n", n, auth.HashToken("token-of-"+n))
@@ -30,7 +41,7 @@ func withPrincipals(t *testing.T, owners []auth.ConsumerOwner, store *server.Pro
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := auth.Config{Mode: auth.ModeToken, TokensFile: path, Consumers: owners}
+	cfg.Mode, cfg.TokensFile = auth.ModeToken, path
 	authn, err := auth.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +50,7 @@ func withPrincipals(t *testing.T, owners []auth.ConsumerOwner, store *server.Pro
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(o *server.Options) {
-		o.Authenticator, o.Authorizer = authn, authz
-		*store = o.Progress
-	}
+	return func(o *server.Options) { o.Authenticator, o.Authorizer = authn, authz }
 }
 
 // as returns a context whose calls the principal makes.
