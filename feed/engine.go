@@ -11,8 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/sluicefeed/sluice/internal/arrowpool"
 )
 
 // Tables is what the engine needs from a catalog: tables by name.
@@ -46,8 +44,7 @@ const (
 // takes its default.
 type Options struct {
 	// Allocator allocates the Arrow memory of decoded and assembled batches.
-	// Default: the process's pool of Arrow buffers (arrowpool.Shared), which
-	// gives the buffers of a released batch to the next.
+	// Default: memory.DefaultAllocator.
 	Allocator memory.Allocator
 	// MaxBatchBytes is the target size of a batch's buffers (both images
 	// included). Default DefaultMaxBatchBytes; at most HardMaxBatchBytes.
@@ -74,7 +71,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Allocator == nil {
-		o.Allocator = arrowpool.Shared()
+		o.Allocator = memory.DefaultAllocator
 	}
 	if o.MaxBatchBytes <= 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes
