@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/daemon"
 )
 
 // Markdown renders the report as docs/BENCHMARKS.md.
@@ -43,7 +44,7 @@ func (r *Report) Markdown(command string, cfg Config) string {
 	if cfg.MemRows > 0 {
 		fmt.Fprintf(&b, "- bounded-memory window: %d rows in %d-row files (one row group per 65,536 rows), then a\n", cfg.MemRows, cfg.MemFileRows)
 		fmt.Fprintf(&b, "  copy-on-write delete of 1,000 rows that rewrites the first file whole. Its arms run on a fresh\n")
-		fmt.Fprintf(&b, "  `flightd` with the default settings (memory budget %d MiB, Go soft limit 192 MiB) and report the\n", feedDefaultBudgetMiB)
+		fmt.Fprintf(&b, "  `flightd` with the default settings (memory budget %d MiB, Go soft limit %d MiB) and report the\n", feedDefaultBudgetMiB, daemon.DefaultMemoryLimitMiB)
 		fmt.Fprintf(&b, "  process's peak RSS (`VmHWM`). Kept in `%s` and reused by later runs.\n", workPath(cfg.Work, "memory"))
 	}
 	if d := r.Delta; d != nil {
@@ -273,7 +274,7 @@ and the carry-over of a copy-on-write rewrite must see many rows before emitting
 most ` + "`--memory-budget-mib`" + ` (32 MiB) of them for all reads together and spill the rest to Arrow
 IPC files in hash partitions (docs/OPERATIONS.md, Memory). So the bounded-memory table's windows and
 the rewrite of its file peak where a plain read does: what the process holds is set by the Go soft
-limit (192 MiB) and the collector, not by the window. For comparison, a ` + "`flightd`" + ` built
+limit (` + "`--memory-limit-mib`" + `) and the collector, not by the window. For comparison, a ` + "`flightd`" + ` built
 before the budget (commit 21e4aed) read the windows of an earlier bounded-memory table (2M rows in
 1M-row files) once each from pyarrow on the same machine: ` + "`net_changes`" + ` on the reference window 1,235 MiB and 8.9 s, on the 2M-row window by email
 1,972 MiB and 18.7 s, over the 2M-row window with the rewrite 2,557 MiB and 18.5 s; the rewrite of
