@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -74,7 +75,20 @@ func run(ctx context.Context) error {
 	flag.IntVar(&cfg.Spark.Cores, "spark-cores", runtime.NumCPU(), "Spark local mode's threads")
 	flag.StringVar(&cfg.Spark.DriverMemory, "spark-driver-memory", "2g", "the Spark driver's heap")
 	prepare := flag.Bool("prepare", false, "write (or find written) the cached workloads, measure nothing")
+	render := flag.String("render", "", "render the report of an earlier run from its JSON (the run writes "+
+		"report.json in -work), measure nothing")
 	flag.Parse()
+	if *render != "" {
+		b, err := os.ReadFile(*render)
+		if err != nil {
+			return err
+		}
+		var saved savedRun
+		if err := json.Unmarshal(b, &saved); err != nil {
+			return fmt.Errorf("%s: %w", *render, err)
+		}
+		return write(saved, *out)
+	}
 	for _, f := range strings.FieldsFunc(*scale, func(r rune) bool { return r == ' ' || r == ',' }) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 400 {
@@ -114,14 +128,38 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	saved := savedRun{Report: rep, Config: cfg, Command: "make bench (" + strings.Join(relativeArgs(os.Args), " ") + ")"}
+	// The measurements are kept, so that the report's prose can be
+	// rendered again (-render) without measuring again.
+	b, err := json.MarshalIndent(saved, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Work, "report.json"), b, 0o644); err != nil {
+		return err
+	}
+	return write(saved, *out)
+}
+
+// savedRun is what a run measured, with what its report names.
+type savedRun struct {
+	Report  *bench.Report
+	Config  bench.Config
+	Command string
+}
+
+// write renders a run's report (and its scale plot) and checks its memory
+// bounds.
+func write(saved savedRun, out string) error {
+	rep, cfg := saved.Report, saved.Config
 	if cfg.SVG != "" && len(rep.Scale) > 0 {
 		if err := os.WriteFile(cfg.SVG, []byte(bench.ScaleSVG(rep.Scale)), 0o644); err != nil {
 			return err
 		}
 	}
-	md := rep.Markdown("make bench ("+strings.Join(relativeArgs(os.Args), " ")+")", cfg)
+	md := rep.Markdown(saved.Command, cfg)
 	fmt.Print(md)
-	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
 		return err
 	}
 	// Memory is a promise, not a speed: a missed bound fails the run.

@@ -33,7 +33,7 @@ type PeerRead struct {
 	// tree's VmHWM.
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
 	// ServerPeakMiB is flightd's peak RSS, for a read through it.
-	ServerPeakMiB float64 `json:"-"`
+	ServerPeakMiB float64 `json:"server_peak_mib,omitempty"`
 	// Note says how the reader was set up.
 	Note string `json:"note"`
 }

@@ -48,7 +48,7 @@ type Config struct {
 	// it). Its arms run when Python is set; that Python needs deltalake
 	// and numpy too.
 	DeltaRows int
-	Log       io.Writer
+	Log       io.Writer `json:"-"`
 }
 
 // Arm is one measured way of reading.
