@@ -64,7 +64,12 @@ type encodedBatch struct {
 // holds while it writes them, and no one writes again. charge, set by the
 // cache, adds their size to the entry's bytes.
 type sharedWire struct {
-	once sync.Once
+	// sends counts the calls of prepare: the first stream to send the
+	// batch sends it as its own (its body without a copy); marshaling it
+	// once for all pays from the second on, and a read no other stream
+	// shares (a large one, past the cache's bound) never pays it.
+	sends atomic.Int32
+	once  sync.Once
 	kind int
 	msgs []outMsg
 	err  error
@@ -74,11 +79,14 @@ type sharedWire struct {
 }
 
 // prepare returns the batch's messages marshaled by ss's codec with the
-// app_metadata meta of a read of kind kind, marshaling them on its first
-// call; ok is false when the batch was marshaled for another kind of read
-// (then the stream sends its own).
+// app_metadata meta of a read of kind kind, marshaling them on its second
+// call; ok is false on the first call and when the batch was marshaled for
+// another kind of read (then the stream sends its own).
 func (w *sharedWire) prepare(ss grpc.ServerStream, b encodedBatch, kind int, meta []byte) (msgs []outMsg, ok bool,
 	err error) {
+	if w.sends.Add(1) == 1 {
+		return nil, false, nil
+	}
 	w.once.Do(func() {
 		w.kind = kind
 		var size int64
@@ -477,15 +485,16 @@ func encodeBatch(b feed.Batch, opts []ipc.Option) (encodedBatch, error) {
 	defer p.Release()
 	meta := p.Meta()
 	defer meta.Release()
-	var body bytes.Buffer
+	// The body is written into a buffer of its size, measured first: a
+	// growing buffer cleared and copied each doubling, which for a large
+	// read cost more CPU than the rest of the encoding.
+	var size byteCounter
+	_ = p.SerializeBody(&size)
+	body := byteAppender(make([]byte, 0, int(size)))
 	if err := p.SerializeBody(&body); err != nil {
 		return encodedBatch{}, fmt.Errorf("encode batch: %w", err)
 	}
-	m := encodedMessage{header: bytes.Clone(meta.Bytes()), body: body.Bytes()}
-	if cap(m.body) > len(m.body)+len(m.body)/8 {
-		// The buffer grew by doubling: hold no more than the body.
-		m.body = bytes.Clone(m.body)
-	}
+	m := encodedMessage{header: bytes.Clone(meta.Bytes()), body: body}
 	return encodedBatch{msgs: []encodedMessage{m}, rows: b.Record.NumRows(), snapshot: b.Snapshot,
 		complete: b.SnapshotComplete, size: int64(len(m.header) + len(m.body)), wire: &sharedWire{}}, nil
 }
