@@ -233,22 +233,37 @@ const notes = `
 
 - **Full width (target 0.75 of raw decode) and 2 columns (0.5).** The run is CPU-bound: the CPU
   columns show flightd and the Go client together using nearly all of both cores for the whole read,
-  while the raw arm has both cores for decoding alone. flightd decodes with the same pqarrow code as
-  the raw arm (through iceberg-go's scanner, which projects by field id), up to ` + "`--read-concurrency`" + `
-  files at once across snapshots, so its decode costs about what the raw arm's CPU column says; on
-  top of that it must send the renderable row: the ` + "`before`" + ` image of an insert is an all-null
-  struct whose children still carry their buffers, and ` + "`op`" + `, ` + "`snapshot`" + ` and ` + "`ts`" + ` add about 26
-  bytes a row. For 11 columns that is about 1.7 times the bytes of the decoded rows; for 2 columns
-  about 3.5 times. A CPU profile of flightd serving this window in a loop (` + "`flightd --pprof`" + `,
-  ` + "`go tool pprof`" + `): Parquet decode (zstd pages, byte-array builders, zeroing of fresh buffers)
-  about 62% of its samples, IPC encoding and gRPC framing and socket writes about 25%, the
-  collector about 6%; the equality-delete snapshot's three row groups are about an eighth of the
-  decode. The client's CPU, on the same two cores, comes on top. So the ratio measured here is
-  bounded by the CPU the two processes share, not by waiting: where flightd has its cores to itself
-  (clients on other machines) its throughput is its cores divided by its CPU per row, which the
-  sentences above the table give. The renderable schema is the contract ([PROTOCOL.md](PROTOCOL.md), section 4), so these
-  bytes are not optional; asking for ` + "`compression: lz4`" + ` trades CPU for bytes when the network, not
-  the CPU, is the limit.
+  while the raw arm has both cores for decoding alone. flightd decodes with the same arrow-go pqarrow
+  column readers as the raw arm (internal/pqread, which maps columns by field id and decodes a batch's
+  columns in parallel), so its decode costs about what the raw arm's CPU column says; on top of that
+  it must send the renderable row: the ` + "`before`" + ` image of an insert is an all-null struct whose
+  children still carry their buffers, and ` + "`op`" + `, ` + "`snapshot`" + ` and ` + "`ts`" + ` add about 26 bytes a row.
+  For 11 columns that is about 1.7 times the bytes of the decoded rows; for 2 columns about 3.5 times.
+  The client decodes all of it again on the same two cores. So the time ratio is bounded by the CPU
+  the two processes share, not by waiting: with the client's CPU (the "CPU here" column) on top of
+  flightd's, a read cannot take less than their sum over two cores. Where flightd has its cores to
+  itself (clients on other machines) its throughput is its cores divided by its CPU per row, which
+  the sentences under the table give. The renderable schema is the contract
+  ([PROTOCOL.md](PROTOCOL.md), section 4), so these bytes are not optional; ` + "`compression: lz4`" + `
+  trades CPU for bytes when the network, not the CPU, is the limit.
+- **flightd CPU per row (targets 1.2× the raw decode's at full width, 1.5× for 2 columns).** A CPU
+  profile of flightd serving the reference window at full width in a loop for 20 s (` + "`flightd --pprof`" + `,
+  ` + "`go tool pprof`" + `, 2026-12-02): Parquet decode 63% of its samples (zstd 25%, byte-array builders
+  11%); gRPC's writer 15%, of which the socket's write system calls 12% (loopback TCP copies every
+  byte through the kernel); allocation of fresh Arrow buffers 9% (Go's allocator clears each one, most
+  of it page faults on memory the runtime just took back from the system) and the collector most of
+  the rest; the encoder's copy of each batch body into its gRPC buffer under 3%. The raw arm pays the
+  decode and the allocation too, but neither the socket nor the encoding. A pool of Arrow buffers
+  shared by the engine and the server (buffers of a sent batch serve the next) cut flightd's CPU for
+  this read by about 12%, from 1.24× to 1.08–1.11× the raw decode's CPU (medians of 11 alternated
+  reads, twice), but it is not in: arrow-go's ` + "`String.Value`" + ` returns a string over the array's
+  bytes, and the engine keeps some of those strings past their batch (the string values of equality
+  deletes, the file paths of position deletes, the Delta checkpoint's actions), which a pool would
+  hand to the next batch; with the Go allocator a kept string keeps its bytes alive. Copying those
+  strings first is the way to it (commit 6dedd3b has the pool, c9231b2 why it was reverted). For 2
+  columns the decode is cheap (the raw arm's CPU column), so the per-row costs above that do not
+  shrink with the columns (the ` + "`op`" + `, ` + "`snapshot`" + ` and ` + "`ts`" + ` columns, the null image, the socket)
+  weigh more.
 - **Sluice via pyarrow vs pyiceberg (targets ≥ 0.8 cold, ≥ 2 warm; the side-by-side table).** pyiceberg
   reads an append window in-process with Arrow C++ (multi-threaded Parquet decode), faster than
   arrow-go decodes the same files here (the raw pqarrow arm), before Sluice has moved a byte; and
@@ -263,6 +278,22 @@ const notes = `
   the carry-over check about 30%); the files the window did not touch are not read. Both arms are
   CPU-bound on the same shared cores, so their ratio moves with the machine's noise: see each arm's
   min and max.
+- **Measured outside this run.** Commit → follower latency (target p50 ≤ 100 ms, p99 ≤ 300 ms on local
+  catalogs) is in [OPERATIONS.md](OPERATIONS.md#commit-latency): with file notifications, p50 3–8 ms and
+  a maximum of 6–11 ms over 30 commits for iceberg-go, pyiceberg and delta-rs writers (met); a REST
+  catalog waits for the poll. 50 followers of one table while a writer commits (target: flightd CPU
+  per committed row ≤ 3× one follower's) is in [OPERATIONS.md](OPERATIONS.md#decode-cache): one decode
+  per commit for all of them; 50 followers cost flightd 0.43–0.47 s of CPU where one costs 0.07–0.08 s,
+  5.4–6.7× (missed; 20 followers 3.0×; before the cache about 30×). What is left per follower is
+  its own stream: about 7.6 ms of CPU for its 13.4 MB, as gRPC frames the same prepared message for
+  each and writes it to that follower's socket, the loopback copy of the profile above, once per
+  follower. A single follower also got cheaper (0.13 s before its first send skipped the shared
+  marshaling), which raises the ratio while lowering both costs.
+- **A read larger than the decode cache's bound** (the reference window encodes to about 150 MB, the
+  default bound is 32 MiB) is not kept for later readers; it cost flightd about 1.8× the CPU of the
+  same read with the cache off until the cache stopped growing its bodies by doubling and marshaling
+  batches no one shared (now about 1.1×, [OPERATIONS.md](OPERATIONS.md#decode-cache)). The warm append
+  arm raises the bound so that the window is held.
 - **Spark** starts a JVM per process and plans through Iceberg's Spark runtime; its first read in a
   process (class loading, JIT) is left out of its medians, as every reader's is, and its CPU counts
   the JVM's own threads (JIT, garbage collector) as the process tree's.
