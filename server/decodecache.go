@@ -70,9 +70,9 @@ type sharedWire struct {
 	// shares (a large one, past the cache's bound) never pays it.
 	sends atomic.Int32
 	once  sync.Once
-	kind int
-	msgs []outMsg
-	err  error
+	kind  int
+	msgs  []outMsg
+	err   error
 	// extra is the size charged to the entry; guarded by the cache's mu.
 	extra  int64
 	charge func(int64)
