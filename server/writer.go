@@ -276,13 +276,14 @@ func (p *payloadWriter) WritePayload(payload ipc.Payload) error {
 		appMeta = p.appMeta
 	}
 	if p.own {
-		var size byteCounter
-		_ = payload.SerializeBody(&size)
-		buf := bodyPool.Get(int(size))
-		body := byteAppender((*buf)[:0])
-		if err := payload.SerializeBody(&body); err != nil {
+		var buf *[]byte
+		body, err := encodeBody(&payload, func(n int) []byte {
+			buf = bodyPool.Get(n)
+			return *buf
+		})
+		if err != nil {
 			meta.Release()
-			return fmt.Errorf("encode batch: %w", err)
+			return err
 		}
 		*buf = body
 		return p.sendMessage(meta.Bytes(), body, appMeta, buf, meta.Release)
@@ -293,6 +294,19 @@ func (p *payloadWriter) WritePayload(payload ipc.Payload) error {
 		return fmt.Errorf("encode batch: %w", err)
 	}
 	return p.sendMessage(meta.Bytes(), p.body.Bytes(), appMeta, nil, meta.Release)
+}
+
+// encodeBody writes a payload's body into one buffer of its size, which
+// alloc(size) gives (its length is ignored): measured first, so that the
+// buffer is neither grown nor copied.
+func encodeBody(p *ipc.Payload, alloc func(size int) []byte) ([]byte, error) {
+	var size byteCounter
+	_ = p.SerializeBody(&size)
+	body := byteAppender(alloc(int(size))[:0])
+	if err := p.SerializeBody(&body); err != nil {
+		return nil, fmt.Errorf("encode batch: %w", err)
+	}
+	return body, nil
 }
 
 // byteCounter counts the bytes written to it.
