@@ -280,3 +280,18 @@ func TestDecodeCacheFollowsReaders(t *testing.T) {
 		t.Fatalf("an unfinished fill's entry is kept: %d entries, %d bytes", len(c.entries), c.bytes)
 	}
 }
+
+// The first stream to send a cached batch sends it as its own: nothing is
+// marshaled for sharing (nor charged to the entry) until a second stream
+// sends the same batch, so a read no other stream shares never pays for
+// it.
+func TestSharedWireFirstSendOwn(t *testing.T) {
+	charged := int64(0)
+	w := &sharedWire{charge: func(n int64) { charged += n }}
+	b := encodedBatch{msgs: []encodedMessage{{header: []byte("h"), body: []byte("body")}}, wire: w}
+	msgs, ok, err := w.prepare(nil, b, kindChanges, []byte(`{}`))
+	if msgs != nil || ok || err != nil || charged != 0 {
+		t.Fatalf("first send: %d messages, ok %v, err %v, %d bytes charged; want it sent as the stream's own",
+			len(msgs), ok, err, charged)
+	}
+}

@@ -247,16 +247,17 @@ const notes = `
   ([PROTOCOL.md](PROTOCOL.md), section 4), so these bytes are not optional; ` + "`compression: lz4`" + `
   trades CPU for bytes when the network, not the CPU, is the limit.
 - **flightd CPU per row (targets 1.2× the raw decode's at full width, 1.5× for 2 columns).** A CPU
-  profile of flightd serving the reference window at full width in a loop for 20 s (` + "`flightd --pprof`" + `,
-  ` + "`go tool pprof`" + `, 2026-12-02): Parquet decode 63% of its samples (zstd 25%, byte-array builders
+  profile of flightd serving the reference window at full width in a loop for 20 s (` + "`flightd --pprof`" + `
+  and ` + "`go tool pprof`" + ` on a Go client reading the window again and again, 2026-12-02): Parquet decode 63% of its samples (zstd 25%, byte-array builders
   11%); gRPC's writer 15%, of which the socket's write system calls 12% (loopback TCP copies every
   byte through the kernel); allocation of fresh Arrow buffers 9% (Go's allocator clears each one, most
   of it page faults on memory the runtime just took back from the system) and the collector most of
   the rest; the encoder's copy of each batch body into its gRPC buffer under 3%. The raw arm pays the
   decode and the allocation too, but neither the socket nor the encoding. A pool of Arrow buffers
   shared by the engine and the server (buffers of a sent batch serve the next) cut flightd's CPU for
-  this read by about 12%, from 1.24× to 1.08–1.11× the raw decode's CPU (medians of 11 alternated
-  reads, twice), but it is not in: arrow-go's ` + "`String.Value`" + ` returns a string over the array's
+  this read by about 12%, from 1.24× to 1.08–1.11× the raw decode's CPU (medians of 11 reads of this
+  window alternated with the raw decode, twice, by a throwaway loop not kept in the tree: indicative
+  only), but it is not in: arrow-go's ` + "`String.Value`" + ` returns a string over the array's
   bytes, and the engine keeps some of those strings past their batch (the string values of equality
   deletes, the file paths of position deletes, the Delta checkpoint's actions), which a pool would
   hand to the next batch; with the Go allocator a kept string keeps its bytes alive. Copying those
@@ -290,10 +291,11 @@ const notes = `
   follower. A single follower also got cheaper (0.13 s before its first send skipped the shared
   marshaling), which raises the ratio while lowering both costs.
 - **A read larger than the decode cache's bound** (the reference window encodes to about 150 MB, the
-  default bound is 32 MiB) is not kept for later readers; it cost flightd about 1.8× the CPU of the
-  same read with the cache off until the cache stopped growing its bodies by doubling and marshaling
-  batches no one shared (now about 1.1×, [OPERATIONS.md](OPERATIONS.md#decode-cache)). The warm append
-  arm raises the bound so that the window is held.
+  default bound is 32 MiB) is not kept for later readers; it cost about 1.8× the CPU of the same read
+  with the cache off until the cache stopped growing its bodies by doubling and marshaling batches no
+  one shared (now about 1.2×: ` + "`go test ./server -run X -bench DoGetWindow`" + `,
+  [OPERATIONS.md](OPERATIONS.md#decode-cache)). The warm append arm raises the bound so that the
+  window is held.
 - **Spark** starts a JVM per process and plans through Iceberg's Spark runtime; its first read in a
   process (class loading, JIT) is left out of its medians, as every reader's is, and its CPU counts
   the JVM's own threads (JIT, garbage collector) as the process tree's.
