@@ -184,6 +184,10 @@ func TestDecodeCacheWindowsAndStates(t *testing.T) {
 		if !metas[len(metas)-1].FullState {
 			t.Fatalf("the full state's batches are not marked: %+v", metas[len(metas)-1])
 		}
+		// A heartbeat after the state: its read has ended, and with it the
+		// fill (a fill every reader leaves before it ends is dropped, and
+		// the next stream would fill again).
+		l.heartbeat(t)
 		l.stop()
 	}
 	if m := scrape(t, "sluice_decode_cache_misses_total"); m != 4 {
