@@ -35,7 +35,26 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func tabs(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+// textTable prints aligned columns for a person: the tables of tables,
+// snapshots, status and explain. Commands print their rows through it and
+// never to a tabwriter of their own.
+type textTable struct{ w *tabwriter.Writer }
+
+func newTextTable(w io.Writer, header ...string) *textTable {
+	t := &textTable{w: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+	if len(header) > 0 {
+		t.row(header...)
+	}
+	return t
+}
+
+// row prints one line of cells.
+func (t *textTable) row(cells ...string) {
+	fmt.Fprintln(t.w, strings.Join(cells, "\t"))
+}
+
+// flush aligns and prints the rows.
+func (t *textTable) flush() error { return t.w.Flush() }
 
 func fmtTime(ms int64) string {
 	if ms == 0 {
@@ -86,12 +105,7 @@ version, current snapshot and commit_seq.`,
 					}
 					return writeJSON(a.io.Stdout, rows)
 				}
-				w := tabs(a.io.Stdout)
-				fmt.Fprintln(w, "TABLE\tFORMAT\tSNAPSHOT\tCOMMIT_SEQ")
-				for _, t := range ts {
-					fmt.Fprintf(w, "%s\t%s v%d\t%s\t%d\n", t.Name, t.Format, t.FormatVersion, fmtID(t.CurrentSnapshot), t.CommitSeq)
-				}
-				return w.Flush()
+				return writeTables(a.io.Stdout, ts)
 			}
 		}}
 }
@@ -136,12 +150,7 @@ its summary). A snapshot id is what --from and --to of 'sluice changes' take.`,
 					}
 					return writeJSON(a.io.Stdout, rows)
 				}
-				w := tabs(a.io.Stdout)
-				fmt.Fprintln(w, "SNAPSHOT\tCOMMIT_SEQ\tCOMMITTED\tOPERATION\tROWS")
-				for _, s := range snaps {
-					fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\n", s.ID, s.CommitSeq, fmtTime(s.TimestampMs), s.Operation, summaryRows(s.Summary))
-				}
-				return w.Flush()
+				return writeSnapshots(a.io.Stdout, snaps)
 			}
 		}}
 }
@@ -180,31 +189,55 @@ with every commit), its current snapshot and that snapshot's commit time.`,
 				if err != nil {
 					return err
 				}
-				type row struct {
-					Table       string `json:"table"`
-					CommitSeq   int64  `json:"commit_seq"`
-					Snapshot    *int64 `json:"snapshot"`
-					TimestampMs int64  `json:"timestamp_ms"`
-				}
-				rows := make([]row, 0, len(ts))
+				rows := make([]statusRow, 0, len(ts))
 				for _, t := range ts {
 					seq, err := c.CommitSeq(ctx, t.Name)
 					if err != nil {
 						return err
 					}
-					rows = append(rows, row{t.Name, seq.CommitSeq, seq.Snapshot, seq.TimestampMs})
+					rows = append(rows, statusRow{t.Name, seq.CommitSeq, seq.Snapshot, seq.TimestampMs})
 				}
 				if *out == "json" {
 					return writeJSON(a.io.Stdout, rows)
 				}
-				w := tabs(a.io.Stdout)
-				fmt.Fprintln(w, "TABLE\tCOMMIT_SEQ\tSNAPSHOT\tCOMMITTED")
-				for _, r := range rows {
-					fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", r.Table, r.CommitSeq, fmtID(r.Snapshot), fmtTime(r.TimestampMs))
-				}
-				return w.Flush()
+				return writeStatus(a.io.Stdout, rows)
 			}
 		}}
+}
+
+// writeTables prints the tables as a table.
+func writeTables(out io.Writer, ts []sluice.TableInfo) error {
+	w := newTextTable(out, "TABLE", "FORMAT", "SNAPSHOT", "COMMIT_SEQ")
+	for _, t := range ts {
+		w.row(t.Name, fmt.Sprintf("%s v%d", t.Format, t.FormatVersion), fmtID(t.CurrentSnapshot), strconv.FormatInt(t.CommitSeq, 10))
+	}
+	return w.flush()
+}
+
+// writeSnapshots prints a lineage as a table.
+func writeSnapshots(out io.Writer, snaps []sluice.Snapshot) error {
+	w := newTextTable(out, "SNAPSHOT", "COMMIT_SEQ", "COMMITTED", "OPERATION", "ROWS")
+	for _, s := range snaps {
+		w.row(strconv.FormatInt(s.ID, 10), strconv.FormatInt(s.CommitSeq, 10), fmtTime(s.TimestampMs), s.Operation, summaryRows(s.Summary))
+	}
+	return w.flush()
+}
+
+// statusRow is one table's line of `sluice status`.
+type statusRow struct {
+	Table       string `json:"table"`
+	CommitSeq   int64  `json:"commit_seq"`
+	Snapshot    *int64 `json:"snapshot"`
+	TimestampMs int64  `json:"timestamp_ms"`
+}
+
+// writeStatus prints where the tables stand as a table.
+func writeStatus(out io.Writer, rows []statusRow) error {
+	w := newTextTable(out, "TABLE", "COMMIT_SEQ", "SNAPSHOT", "COMMITTED")
+	for _, r := range rows {
+		w.row(r.Table, strconv.FormatInt(r.CommitSeq, 10), fmtID(r.Snapshot), fmtTime(r.TimestampMs))
+	}
+	return w.flush()
 }
 
 func explainCommand() command {
@@ -253,13 +286,13 @@ func writePlan(out io.Writer, p *sluice.Plan, files bool) error {
 	}
 	fmt.Fprintf(out, "\n%d snapshots; %d files read (%s, %d records), %d skipped\n\n",
 		len(p.Snapshots), p.FilesRead, fmtBytes(p.BytesRead), p.RecordsRead, p.FilesSkipped)
-	w := tabs(out)
-	fmt.Fprintln(w, "SNAPSHOT\tCOMMIT_SEQ\tCOMMITTED\tOPERATION\tSTRATEGY\tFILES\tSKIPPED\tBYTES\tRECORDS")
+	w := newTextTable(out, "SNAPSHOT", "COMMIT_SEQ", "COMMITTED", "OPERATION", "STRATEGY", "FILES", "SKIPPED", "BYTES", "RECORDS")
 	for _, s := range p.Snapshots {
-		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%d\n", s.Snapshot, s.CommitSeq, fmtTime(s.TimestampMs),
-			s.Operation, s.Strategy, len(s.Files), s.FilesSkipped, fmtBytes(s.BytesRead), s.RecordsRead)
+		w.row(strconv.FormatInt(s.Snapshot, 10), strconv.FormatInt(s.CommitSeq, 10), fmtTime(s.TimestampMs),
+			s.Operation, s.Strategy, strconv.Itoa(len(s.Files)), strconv.FormatInt(s.FilesSkipped, 10),
+			fmtBytes(s.BytesRead), strconv.FormatInt(s.RecordsRead, 10))
 	}
-	if err := w.Flush(); err != nil || !files {
+	if err := w.flush(); err != nil || !files {
 		return err
 	}
 	for _, s := range p.Snapshots {
@@ -267,11 +300,11 @@ func writePlan(out io.Writer, p *sluice.Plan, files bool) error {
 			continue
 		}
 		fmt.Fprintf(out, "\nsnapshot %d:\n", s.Snapshot)
-		w := tabs(out)
+		w := newTextTable(out)
 		for _, f := range s.Files {
-			fmt.Fprintf(w, "  %s\t%s\t%d records\t%s\t%s\n", f.Role, f.Content, f.RecordCount, fmtBytes(f.FileSizeBytes), f.Path)
+			w.row("  "+f.Role, f.Content, fmt.Sprintf("%d records", f.RecordCount), fmtBytes(f.FileSizeBytes), f.Path)
 		}
-		if err := w.Flush(); err != nil {
+		if err := w.flush(); err != nil {
 			return err
 		}
 	}
