@@ -377,16 +377,6 @@ func topLevelNames(schema *iceberg.Schema) []string {
 	return names
 }
 
-// FilterColumns returns the columns a filter refers to, by their names as
-// written (nested fields dotted), without checking them against a schema.
-func FilterColumns(text string) ([]string, error) {
-	node, err := parseFilter(text)
-	if err != nil {
-		return nil, err
-	}
-	return filterNodeColumns(node), nil
-}
-
 // filterNodeColumns returns the columns a parsed filter refers to, in order
 // of first use.
 func filterNodeColumns(node filterNode) []string {

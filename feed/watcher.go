@@ -211,7 +211,14 @@ func (w *watcher) run(ctx context.Context) {
 	// the first load), until the watcher stops: stop returns before done
 	// is closed, so the notification ends with the watcher.
 	if n, ok := w.e.tables.(ChangeNotifier); ok {
-		if stop := n.NotifyChanges(w.table, w.poke); stop != nil {
+		var stop func()
+		// A notifier that panics only costs the notifications: polling
+		// finds the changes.
+		_ = guard(func() error {
+			stop = n.NotifyChanges(w.table, w.poke)
+			return nil
+		})
+		if stop != nil {
 			defer stop()
 		}
 	}
@@ -244,7 +251,14 @@ func (w *watcher) run(ctx context.Context) {
 			}
 		}
 		start := time.Now()
-		tbl, err := w.e.loadTable(ctx, w.table)
+		// A load runs catalog clients and log replays on this goroutine,
+		// which no read owns: a panic there is the subscribers' error, as
+		// in a read's goroutines, never the end of the process.
+		var tbl Table
+		err := guard(func() (err error) {
+			tbl, err = w.e.loadTable(ctx, w.table)
+			return err
+		})
 		if ctx.Err() != nil {
 			return
 		}
