@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,6 +32,24 @@ type DeltaConfig struct {
 	// root folder, as a local path, a file:// URL or an object-store URL
 	// (YAML only).
 	Tables map[string]string `yaml:"tables"`
+	// FollowSymlinks reads what symbolic links in a local Delta root, or
+	// in the folder of a local table of Tables, point to outside them
+	// (--delta-follow-symlinks, SLUICE_DELTA_FOLLOW_SYMLINKS). Default
+	// false: a sub-folder of the root that links out of it is not served
+	// (flightd warns at start, naming it), and a read of a log or data
+	// file that resolves out of its root fails with FAILED_PRECONDITION,
+	// naming the file and this setting. Links that stay inside the root
+	// are followed either way.
+	FollowSymlinks bool `yaml:"follow_symlinks"`
+}
+
+// FollowSymlinksSetting is the name of DeltaConfig.FollowSymlinks in
+// messages.
+const FollowSymlinksSetting = "delta.follow_symlinks"
+
+// localOptions are the options of the local roots' files.
+func (c DeltaConfig) localOptions() storage.LocalOptions {
+	return storage.LocalOptions{FollowSymlinks: c.FollowSymlinks, Setting: FollowSymlinksSetting}
 }
 
 // Enabled reports whether any Delta table is configured.
@@ -137,6 +156,12 @@ type DeltaTables struct {
 	// otherwise), rootErr why it could not be opened.
 	root    *storage.FS
 	rootErr error
+	// local is the Delta root when it is a local folder (nil otherwise).
+	local *storage.Local
+	// rootTable is the name of the table the root itself holds ("": the
+	// root holds tables in its sub-folders). Set by NewDeltaTables for a
+	// local root, by Check for one on object storage; read-only after.
+	rootTable string
 }
 
 // DeltaLocation is where a Delta table is: its name, its root folder and
@@ -155,11 +180,22 @@ type DeltaLocation struct {
 // must last as long as the tables are served.
 func NewDeltaTables(ctx context.Context, cfg DeltaConfig, props map[string]string) *DeltaTables {
 	d := &DeltaTables{cfg: cfg, ctx: ctx, props: props}
-	if storage.IsURL(cfg.Root) {
+	switch {
+	case storage.IsURL(cfg.Root):
 		d.root, d.rootErr = storage.Open(ctx, cfg.Root, props)
+	case cfg.Root != "":
+		d.local, d.rootErr = storage.OpenLocal(cfg.Root, cfg.Root, cfg.localOptions())
+		if d.rootErr == nil {
+			if st, err := d.local.Stat(logDirName); err == nil && st.IsDir() {
+				d.rootTable = DeltaNamespace + "." + filepath.Base(d.local.Root())
+			}
+		}
 	}
 	return d
 }
+
+// logDirName is the folder that makes a folder a Delta table.
+const logDirName = "_delta_log"
 
 // Check asks the object storage of the Delta root and of the delta.tables
 // on it what Validate cannot: that the bucket exists and the credentials
@@ -182,6 +218,15 @@ func (d *DeltaTables) Check(ctx context.Context) error {
 				"check the path", ErrInvalidConfig, d.root.Root())
 		case err != nil:
 			return fmt.Errorf("--delta-root %s: %w", d.root.Root(), storageError(err))
+		}
+		if !d.root.IsBucket() {
+			self, err := d.root.HasDir(logDirName)
+			if err != nil {
+				return fmt.Errorf("--delta-root %s: %w", d.root.Root(), storageError(err))
+			}
+			if self {
+				d.rootTable = DeltaNamespace + "." + path.Base(d.root.Root())
+			}
 		}
 	}
 	for _, name := range d.cfg.names() {
@@ -237,21 +282,35 @@ func (d *DeltaTables) rootHas(folder string) (bool, error) {
 	if d.rootErr != nil {
 		return false, d.rootErr
 	}
-	st, err := os.Stat(filepath.Join(d.cfg.Root, folder, "_delta_log"))
+	st, err := d.local.Stat(folder + "/" + logDirName)
 	return err == nil && st.IsDir(), nil
 }
 
+// SkippedTable is a sub-folder of a local Delta root that is not served.
+type SkippedTable struct {
+	// Name is the name it would be served under, Reason why it is not.
+	Name, Reason string
+}
+
 // locations returns the location of every Delta table, by name: a local
-// folder, or a URL.
-func (d *DeltaTables) locations() (map[string]string, error) {
+// folder, or a URL; and the sub-folders of a local root that links lead
+// out of, which are not served.
+func (d *DeltaTables) locations() (map[string]string, []SkippedTable, error) {
 	out := map[string]string{}
+	var skipped []SkippedTable
 	switch {
 	case d.rootErr != nil:
-		return nil, fmt.Errorf("%w: --delta-root %v", ErrInvalidConfig, d.rootErr)
+		return nil, nil, fmt.Errorf("%w: --delta-root %v", ErrInvalidConfig, d.rootErr)
+	case d.rootTable != "":
+		if d.root != nil {
+			out[d.rootTable] = d.root.Root()
+		} else {
+			out[d.rootTable] = d.local.Root()
+		}
 	case d.root != nil:
 		entries, err := d.root.ReadDir(".")
 		if err != nil {
-			return nil, fmt.Errorf("list the Delta root %s: %w", d.root.Root(), storageError(err))
+			return nil, nil, fmt.Errorf("list the Delta root %s: %w", d.root.Root(), storageError(err))
 		}
 		for _, e := range entries {
 			if !e.IsDir() {
@@ -259,21 +318,25 @@ func (d *DeltaTables) locations() (map[string]string, error) {
 			}
 			ok, err := d.root.HasDir(e.Name() + "/_delta_log")
 			if err != nil {
-				return nil, fmt.Errorf("list the Delta root %s: %w", d.root.Root(), storageError(err))
+				return nil, nil, fmt.Errorf("list the Delta root %s: %w", d.root.Root(), storageError(err))
 			}
 			if ok {
 				out[DeltaNamespace+"."+e.Name()] = d.root.Root() + "/" + e.Name()
 			}
 		}
-	case d.cfg.Root != "":
-		entries, err := os.ReadDir(d.cfg.Root)
+	case d.local != nil:
+		entries, err := d.local.ReadDir(".")
 		if err != nil {
-			return nil, fmt.Errorf("%w: list the Delta root %s: %v", ErrUnavailable, d.cfg.Root, err)
+			return nil, nil, fmt.Errorf("%w: list the Delta root %s: %v", ErrUnavailable, d.cfg.Root, err)
 		}
 		for _, e := range entries {
-			dir := filepath.Join(d.cfg.Root, e.Name())
-			if st, err := os.Stat(filepath.Join(dir, "_delta_log")); err == nil && st.IsDir() {
-				out[DeltaNamespace+"."+e.Name()] = dir
+			name := DeltaNamespace + "." + e.Name()
+			st, err := d.local.Stat(e.Name() + "/" + logDirName)
+			switch {
+			case errors.Is(err, storage.ErrOutsideRoot):
+				skipped = append(skipped, SkippedTable{Name: name, Reason: err.Error()})
+			case err == nil && st.IsDir():
+				out[name] = filepath.Join(d.cfg.Root, e.Name())
 			}
 		}
 	}
@@ -284,16 +347,51 @@ func (d *DeltaTables) locations() (map[string]string, error) {
 		}
 		dir, err := localPath(loc)
 		if err != nil {
-			return nil, fmt.Errorf("%w: delta.tables %s: %v", ErrInvalidConfig, name, err)
+			return nil, nil, fmt.Errorf("%w: delta.tables %s: %v", ErrInvalidConfig, name, err)
 		}
 		out[name] = dir
 	}
-	return out, nil
+	return out, skipped, nil
+}
+
+// Survey is what a listing of the Delta tables found, for the log at
+// start.
+type Survey struct {
+	// Root is the Delta root as configured ("": none).
+	Root string
+	// RootTable is the table the root itself holds, when it is a table's
+	// folder rather than a folder of tables ("" otherwise).
+	RootTable string
+	// Tables are the tables the root serves, Named those of delta.tables;
+	// both sorted.
+	Tables, Named []string
+	// Skipped are the root's sub-folders that links lead out of it.
+	Skipped []SkippedTable
+}
+
+// Survey lists the Delta tables, telling the root's from the named ones,
+// and the sub-folders of the root that are not served.
+func (d *DeltaTables) Survey(context.Context) (Survey, error) {
+	locs, skipped, err := d.locations()
+	if err != nil {
+		return Survey{}, err
+	}
+	sv := Survey{Root: d.cfg.Root, RootTable: d.rootTable, Skipped: skipped}
+	for name := range locs {
+		if _, named := d.cfg.Tables[name]; named {
+			sv.Named = append(sv.Named, name)
+		} else {
+			sv.Tables = append(sv.Tables, name)
+		}
+	}
+	slices.Sort(sv.Tables)
+	slices.Sort(sv.Named)
+	return sv, nil
 }
 
 // ListTables returns the names of the Delta tables, sorted.
 func (d *DeltaTables) ListTables(context.Context) ([]string, error) {
-	locs, err := d.locations()
+	locs, _, err := d.locations()
 	if err != nil {
 		return nil, err
 	}
@@ -314,6 +412,9 @@ func (d *DeltaTables) Has(name string) bool {
 	if d.cfg.Root == "" || !strings.HasPrefix(name, DeltaNamespace+".") {
 		return false
 	}
+	if d.rootTable != "" {
+		return name == d.rootTable
+	}
 	folder := strings.TrimPrefix(name, DeltaNamespace+".")
 	if folder == "" || strings.ContainsAny(folder, `/\`) || folder == "." || folder == ".." {
 		return false
@@ -333,8 +434,11 @@ func (d *DeltaTables) LocalDir(name string) (string, bool) {
 		dir, err := localPath(loc)
 		return dir, err == nil
 	}
-	if d.cfg.Root == "" || storage.IsURL(d.cfg.Root) || !d.Has(name) {
+	if d.local == nil || !d.Has(name) {
 		return "", false
+	}
+	if d.rootTable != "" {
+		return d.local.Root(), true
 	}
 	return filepath.Join(d.cfg.Root, strings.TrimPrefix(name, DeltaNamespace+".")), true
 }
@@ -346,14 +450,23 @@ func (d *DeltaTables) Locate(name string) (*DeltaLocation, error) {
 		return nil, fmt.Errorf("%w: %s", ErrTableNotFound, name)
 	}
 	loc, named := d.cfg.Tables[name]
+	var fsys *storage.Local
 	if !named {
 		folder := strings.TrimPrefix(name, DeltaNamespace+".")
 		switch {
 		case d.rootErr != nil:
 			return nil, fmt.Errorf("%w: --delta-root %v", ErrInvalidConfig, d.rootErr)
+		case d.root != nil && d.rootTable != "":
+			loc = d.root.Root()
 		case d.root != nil:
 			loc = d.root.Root() + "/" + folder
+		case d.rootTable != "":
+			loc, fsys = d.local.Root(), d.local
 		default:
+			var err error
+			if fsys, err = d.local.Sub(folder); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
+			}
 			loc = filepath.Join(d.cfg.Root, folder)
 		}
 	}
@@ -371,7 +484,11 @@ func (d *DeltaTables) Locate(name string) (*DeltaLocation, error) {
 		if dir, err = localPath(loc); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
 		}
+		// A named table's folder is its own root.
+		if fsys, err = storage.OpenLocal(dir, dir, d.cfg.localOptions()); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
+		}
 	}
 	root := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
-	return &DeltaLocation{Name: name, Dir: dir, Root: root, FS: os.DirFS(dir)}, nil
+	return &DeltaLocation{Name: name, Dir: dir, Root: root, FS: fsys}, nil
 }
