@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // WithBasicAuth authenticates as user with password through Flight's
@@ -21,8 +22,11 @@ import (
 // bearer token the server returns with every call. Dial does the first
 // Handshake, so wrong credentials fail Dial with codes.Unauthenticated;
 // the client handshakes again before its token expires (the server's
-// --auth-token-ttl), and once more when a call finds its token refused, so
-// a long-running client keeps working. The password crosses the network
+// --auth-token-ttl), and once when a call, or a stream before its first
+// message, finds its token refused (a server restarted without
+// --auth-secret-file forgets the tokens it issued), then repeats the call;
+// so a long-running client, and a Subscription with Reconnect, keep
+// working. The password crosses the network
 // on every Handshake: use TLS beyond a trusted network. It replaces
 // WithToken.
 func WithBasicAuth(user, password string) Option {
@@ -120,7 +124,8 @@ func tokenExpiry(tok string) (time.Time, bool) {
 
 // retryRefused is a unary interceptor of WithBasicAuth: a call refused as
 // Unauthenticated (a token expired early, or a server restarted with a new
-// secret) handshakes again and is retried once.
+// secret) handshakes again and is retried once; a second refusal is the
+// call's error.
 func (b *basicAuth) retryRefused(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	if method == handshakeMethod {
@@ -136,4 +141,90 @@ func (b *basicAuth) retryRefused(ctx context.Context, method string, req, reply 
 	}
 	b.expire(tok)
 	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// retryRefusedStream is the stream interceptor of WithBasicAuth: a
+// server-streaming call (DoGet, DoAction, WatchCommits) refused as
+// Unauthenticated before its first message handshakes again and is opened
+// once more, with the same request; a second refusal is the call's error.
+// A stream refused after a message came, and streams that send more than
+// one message, are not opened again.
+func (b *basicAuth) retryRefusedStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
+	method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if method == handshakeMethod || desc.ClientStreams || !desc.ServerStreams {
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	tok, err := b.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		if Code(err) != codes.Unauthenticated {
+			return nil, err
+		}
+		b.expire(tok)
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	open := func() (grpc.ClientStream, error) {
+		b.expire(tok)
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	return &refusedStream{ClientStream: cs, open: open}, nil
+}
+
+// refusedStream is a server-streaming call that opens itself again, once,
+// when its first receive fails with codes.Unauthenticated. As every
+// grpc.ClientStream, it is not safe for concurrent receives or concurrent
+// sends.
+type refusedStream struct {
+	grpc.ClientStream
+	open func() (grpc.ClientStream, error) // opens the call again with a new token
+
+	req      any  // the request sent, for the second stream
+	sentLast bool // CloseSend was called
+	received bool // a message came: the call is under way
+	retried  bool
+}
+
+func (s *refusedStream) SendMsg(m any) error {
+	s.req = m
+	return s.ClientStream.SendMsg(m)
+}
+
+func (s *refusedStream) CloseSend() error {
+	s.sentLast = true
+	return s.ClientStream.CloseSend()
+}
+
+func (s *refusedStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err == nil {
+		s.received = true
+		return nil
+	}
+	if s.received || s.retried || s.req == nil || status.Code(err) != codes.Unauthenticated {
+		return err
+	}
+	s.retried = true
+	cs, oerr := s.open()
+	if oerr != nil {
+		return oerr
+	}
+	// A server stream's request goes out as one message, whose failure
+	// the receive reports.
+	if err := cs.SendMsg(s.req); err != nil {
+		return err
+	}
+	if s.sentLast {
+		if err := cs.CloseSend(); err != nil {
+			return err
+		}
+	}
+	s.ClientStream = cs
+	if err := cs.RecvMsg(m); err != nil {
+		return err
+	}
+	s.received = true
+	return nil
 }

@@ -87,7 +87,8 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	switch {
 	case cfg.basic != nil:
 		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(cfg.basic),
-			grpc.WithChainUnaryInterceptor(cfg.basic.retryRefused))
+			grpc.WithChainUnaryInterceptor(cfg.basic.retryRefused),
+			grpc.WithChainStreamInterceptor(cfg.basic.retryRefusedStream))
 	case cfg.token != "":
 		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(bearerToken(cfg.token)))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
@@ -74,7 +75,9 @@ type SubscribeRequest struct {
 	// completely (or the last one a heartbeat reported), with the whole
 	// full state again when it broke off inside it, or as first asked when
 	// nothing had come yet. The batches of a snapshot that broke off come
-	// again from its first; Redelivered reports them.
+	// again from its first; Redelivered reports them. With WithBasicAuth,
+	// a restarted server that refuses the old token gets a new Handshake
+	// first. Ack, too, waits out an outage (see Subscription.Ack).
 	Reconnect bool
 	// MaxBackoff bounds the wait between reconnects. Default
 	// DefaultMaxBackoff.
@@ -334,6 +337,14 @@ var ErrNotCheckpoint = errors.New("sluice: not a checkpoint")
 // consumer: every change up to and including it has been processed. The
 // batch must complete its snapshot (Meta.SnapshotComplete); a later
 // Subscribe with the same consumer resumes right after it.
+//
+// With Reconnect, an Ack survives an outage as the stream does: while the
+// server cannot be reached (codes.Unavailable) it is sent again after the
+// same backoff, until the server records it. It fails only for good
+// reasons the server gives, or when ctx ends or the subscription is
+// released first; that error says the ack was not delivered, and the
+// consumer resumes after its previous ack. Without Reconnect, an
+// unreachable server fails the Ack at once.
 func (s *Subscription) Ack(ctx context.Context) (ConsumerProgress, error) {
 	cur := s.r.Batch()
 	m := cur.Meta
@@ -343,7 +354,51 @@ func (s *Subscription) Ack(ctx context.Context) (ConsumerProgress, error) {
 	case cur.Record == nil || !m.SnapshotComplete || m.Heartbeat:
 		return ConsumerProgress{}, fmt.Errorf("%w: the current batch does not complete its snapshot", ErrNotCheckpoint)
 	}
-	return s.c.Ack(ctx, s.req.Consumer, s.req.Table, m.Snapshot)
+	return s.ack(ctx, m.Snapshot)
+}
+
+// ack delivers an ack of snapshot, through an outage with Reconnect.
+func (s *Subscription) ack(ctx context.Context, snapshot int64) (ConsumerProgress, error) {
+	backoff := firstBackoff
+	for {
+		p, err := s.c.Ack(ctx, s.req.Consumer, s.req.Table, snapshot)
+		if err == nil || !s.req.Reconnect || Code(err) != codes.Unavailable || ctx.Err() != nil {
+			return p, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ConsumerProgress{}, s.undelivered(ctx.Err(), snapshot, err)
+		case <-s.ctx.Done():
+			t.Stop()
+			return ConsumerProgress{}, s.undelivered(errReleased, snapshot, err)
+		}
+		backoff = min(2*backoff, s.req.MaxBackoff)
+	}
+}
+
+// errReleased ends an Ack that waited for the server when the subscription
+// was released.
+var errReleased = errors.New("the subscription was released")
+
+// undelivered is the error of an ack that gave up waiting for the server
+// because of why (a context error or errReleased); last is the failure of
+// its last attempt.
+func (s *Subscription) undelivered(why error, snapshot int64, last error) error {
+	var e *Error
+	msg := last.Error()
+	if errors.As(last, &e) {
+		msg = e.Message
+	}
+	code := codes.Canceled
+	if errors.Is(why, context.DeadlineExceeded) {
+		code = codes.DeadlineExceeded
+	}
+	m := fmt.Sprintf("the ack of snapshot %d for consumer %q on %s was not delivered (%v; the server was unreachable: %s)",
+		snapshot, s.req.Consumer, s.req.Table, why, msg)
+	return &Error{Op: "Ack", Code: code, Message: m, status: status.New(code, m), cause: why}
 }
 
 // Release ends the stream (cancelling it on the server) and releases the
