@@ -104,7 +104,7 @@ func (a *app) readChanges(ctx context.Context, c *sluice.Client, req sluice.Chan
 	}
 	defer rdr.Release()
 	write := func(w io.Writer) (err error) {
-		pr := startProgress(a.io.Stderr, show, out != "")
+		pr := startProgress(a.progressOut, show, out != "")
 		defer func() { pr.stop(err == nil, out) }()
 		cw := &countingWriter{w: w, n: &pr.bytes}
 		rw, err := newRecordWriter(format, cw, rdr.Schema(), memory.DefaultAllocator, p)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
+	"github.com/sluicefeed/sluice/internal/suggest"
 	"github.com/sluicefeed/sluice/internal/version"
 )
 
@@ -58,6 +59,10 @@ func commands() []command {
 // cannot be written), 2 for a usage error, and 10 plus the gRPC code for
 // an error the server returned (see [ExitCode]).
 func Main(ctx context.Context, args []string, o IO) int {
+	// Everything written to stderr but the progress line has its control
+	// characters escaped (see terminal.go).
+	rawStderr := o.Stderr
+	o.Stderr = terminalWriter{o.Stderr}
 	if len(args) == 0 {
 		usage(o.Stderr)
 		return exitUsage
@@ -75,12 +80,12 @@ func Main(ctx context.Context, args []string, o IO) int {
 	}
 	i := slices.IndexFunc(commands(), func(c command) bool { return c.name == name })
 	if i < 0 {
-		fmt.Fprintf(o.Stderr, "sluice: unknown command %q\n\n", name)
+		fmt.Fprintf(o.Stderr, "sluice: unknown command %q%s\n\n", name, commandHint(name))
 		usage(o.Stderr)
 		return exitUsage
 	}
 	cmd := commands()[i]
-	a := &app{io: o, cmd: cmd.name}
+	a := &app{io: o, cmd: cmd.name, progressOut: rawStderr}
 	fs := flag.NewFlagSet("sluice "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	run := cmd.flags(fs)
@@ -93,9 +98,22 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return 0
 	}
 	if err != nil {
+		err = suggest.FlagError(fs, args[1:], err, func(args []string) error {
+			_, err := parseInterspersed(fs, args)
+			return err
+		})
 		fmt.Fprintf(o.Stderr, "sluice %s: %v\nRun 'sluice %s --help' for its usage.\n", cmd.name, err, cmd.name)
 		return exitUsage
 	}
+	a.uriFrom = "the default"
+	if o.env("SLUICE_URI") != "" {
+		a.uriFrom = "SLUICE_URI"
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "uri" {
+			a.uriFrom = "--uri"
+		}
+	})
 	defer a.close()
 	if _, err := a.colored(); err != nil {
 		return a.fail(err)
@@ -104,6 +122,22 @@ func Main(ctx context.Context, args []string, o IO) int {
 		return a.fail(err)
 	}
 	return 0
+}
+
+// commandHint is what follows `unknown command "name"`: the nearest
+// commands, or that the command comes before the flags.
+func commandHint(name string) string {
+	if strings.HasPrefix(name, "-") {
+		return ": the command comes first: sluice <command> [arguments] [flags]"
+	}
+	names := []string{"help"}
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	if near := suggest.Nearest(name, names, 3); len(near) > 0 {
+		return fmt.Sprintf(" (did you mean %s?)", suggest.Or(near))
+	}
+	return ""
 }
 
 // parseInterspersed parses flags before, between and after the positional
@@ -136,17 +170,21 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 
 // globals are the flags every command takes.
 type globals struct {
-	uri, token, user, password string
-	tlsCA, tlsCert, tlsKey     string
-	insecure                   bool
-	color                      string
-	noColor                    bool
+	uri, token, tokenFile  string
+	user, password         string
+	tlsCA, tlsCert, tlsKey string
+	insecure               bool
+	color                  string
+	noColor                bool
 }
 
 func (g *globals) register(fs *flag.FlagSet, o IO) {
 	fs.StringVar(&g.uri, "uri", orDefault(o.env("SLUICE_URI"), DefaultURI),
 		"the server: grpc://host:port, grpc+tls://host:port, or replicas as grpc://a:8815,b:8815 (env SLUICE_URI)")
-	fs.StringVar(&g.token, "token", o.env("SLUICE_TOKEN"), "a bearer token (env SLUICE_TOKEN)")
+	fs.StringVar(&g.token, "token", o.env("SLUICE_TOKEN"),
+		"a bearer token (env SLUICE_TOKEN, which keeps it out of the process list, as --token-file does)")
+	fs.StringVar(&g.tokenFile, "token-file", o.env("SLUICE_TOKEN_FILE"),
+		"read the bearer token from this `file`, surrounding whitespace ignored (env SLUICE_TOKEN_FILE)")
 	fs.StringVar(&g.user, "user", o.env("SLUICE_USER"), "log in with this user and --password (the server's basic auth; env SLUICE_USER)")
 	fs.StringVar(&g.password, "password", o.env("SLUICE_PASSWORD"), "the password of --user (env SLUICE_PASSWORD, which keeps it out of the process list)")
 	fs.StringVar(&g.tlsCA, "tls-ca", "", "PEM `file` of the certificate authorities to trust (default: the system's)")
@@ -166,16 +204,26 @@ func orDefault(v, def string) string {
 
 // app is one run of a command.
 type app struct {
-	io     IO
-	g      globals
-	cmd    string
-	client *sluice.Client
+	io IO
+	// progressOut is the stderr that io.Stderr escapes: the progress line
+	// draws on it with a carriage return and an erase sequence.
+	progressOut io.Writer
+	g           globals
+	cmd         string
+	// uriFrom says where g.uri came from: "--uri", "SLUICE_URI" or "the
+	// default".
+	uriFrom string
+	client  *sluice.Client
 }
 
 // dial connects to the server once.
 func (a *app) dial(ctx context.Context) (*sluice.Client, error) {
 	if a.client != nil {
 		return a.client, nil
+	}
+	if strings.Contains(a.g.uri, "@") {
+		return nil, usagef("--uri %s: sluice takes no credentials in the address: use --user with --password "+
+			"(or SLUICE_PASSWORD), --token-file or SLUICE_TOKEN", redactURI(a.g.uri))
 	}
 	opts, err := a.g.options()
 	if err != nil {
@@ -187,7 +235,7 @@ func (a *app) dial(ctx context.Context) (*sluice.Client, error) {
 		if errors.As(err, &se) {
 			return nil, err
 		}
-		return nil, usagef("--uri %s: %v", a.g.uri, err)
+		return nil, usagef("--uri %s: %v", redactURI(a.g.uri), err)
 	}
 	a.client = c
 	return c, nil
@@ -203,11 +251,15 @@ func (a *app) close() {
 // combination before anything connects.
 func (g *globals) options() ([]sluice.Option, error) {
 	var opts []sluice.Option
+	token, err := g.bearer()
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case g.token != "" && g.user != "":
-		return nil, usagef("--token and --user both given: use one (SLUICE_TOKEN and SLUICE_USER count too)")
-	case g.token != "":
-		opts = append(opts, sluice.WithToken(g.token))
+	case token != "" && g.user != "":
+		return nil, usagef("--token and --user both given: use one (SLUICE_TOKEN, SLUICE_TOKEN_FILE and SLUICE_USER count too)")
+	case token != "":
+		opts = append(opts, sluice.WithToken(token))
 	case g.user != "":
 		if g.password == "" {
 			return nil, usagef("--user %s needs --password (or SLUICE_PASSWORD)", g.user)
@@ -244,6 +296,71 @@ func (g *globals) options() ([]sluice.Option, error) {
 	return append(opts, sluice.WithTLSConfig(cfg)), nil
 }
 
+// bearer returns the bearer token of --token or --token-file, "" for
+// none. Surrounding whitespace is trimmed (a token read raw from a file
+// ends in a line feed); a token holding any other control character, or
+// anything but printable ASCII, which a gRPC header cannot carry, is a
+// usage error that does not print it.
+func (g *globals) bearer() (string, error) {
+	switch {
+	case g.token != "" && g.tokenFile != "":
+		return "", usagef("--token and --token-file both given: use one (SLUICE_TOKEN and SLUICE_TOKEN_FILE count too)")
+	case g.tokenFile != "":
+		b, err := os.ReadFile(g.tokenFile)
+		if err != nil {
+			return "", usagef("--token-file: %v", err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", usagef("--token-file %s: no token in it", g.tokenFile)
+		}
+		return tok, checkToken("--token-file "+g.tokenFile, tok)
+	case g.token != "":
+		tok := strings.TrimSpace(g.token)
+		if tok == "" {
+			return "", usagef("--token (or SLUICE_TOKEN) is blank")
+		}
+		return tok, checkToken("--token (or SLUICE_TOKEN)", tok)
+	}
+	return "", nil
+}
+
+// checkToken refuses a token a gRPC header cannot carry, naming where it
+// came from but not the token.
+func checkToken(from, tok string) error {
+	for _, r := range tok {
+		switch {
+		case isControl(r):
+			return usagef("%s holds a control character: a token is one line of printable ASCII", from)
+		case r < 0x20 || r > 0x7e:
+			return usagef("%s holds a character that is not printable ASCII, which a gRPC header cannot carry", from)
+		}
+	}
+	return nil
+}
+
+// redactURI is uri with the password of each address's user information
+// replaced by xxxxx, as url.URL.Redacted writes it:
+// "grpc://user:xxxxx@host:8815". A password holding a comma cannot be told
+// from a list of addresses: do not put one in an address.
+func redactURI(uri string) string {
+	parts := strings.Split(uri, ",")
+	for i, p := range parts {
+		scheme, rest := "", p
+		if k := strings.Index(p, "://"); k >= 0 {
+			scheme, rest = p[:k+3], p[k+3:]
+		}
+		at := strings.LastIndexByte(rest, '@')
+		if at < 0 {
+			continue
+		}
+		if user, _, ok := strings.Cut(rest[:at], ":"); ok {
+			parts[i] = scheme + user + ":xxxxx" + rest[at:]
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 // colored says whether stdout gets ANSI colors.
 func (a *app) colored() (bool, error) {
 	if a.g.noColor {
@@ -274,7 +391,8 @@ Commands:
 	fmt.Fprintf(w, `
 Global flags (every command; also from the environment):
   --uri URI            the server (default %s; env SLUICE_URI)
-  --token TOKEN        a bearer token (env SLUICE_TOKEN)
+  --token TOKEN        a bearer token (env SLUICE_TOKEN); as a flag it shows in the process list
+  --token-file FILE    read the bearer token from FILE (env SLUICE_TOKEN_FILE)
   --user U --password P  log in with the server's basic auth (env SLUICE_USER, SLUICE_PASSWORD)
   --tls-ca FILE        certificate authorities to trust, for grpc+tls:// servers
   --tls-cert FILE --tls-key FILE  a client certificate
@@ -313,7 +431,7 @@ func commandUsage(w io.Writer, c command, fs *flag.FlagSet, own map[string]bool)
 	if len(lines) > 0 {
 		fmt.Fprintf(w, "\nFlags:\n%s\n", strings.Join(lines, "\n"))
 	}
-	fmt.Fprintln(w, "\nGlobal flags: --uri, --token, --user/--password, --tls-ca, --tls-cert/--tls-key, --insecure-skip-verify, --color, --no-color (see sluice --help).")
+	fmt.Fprintln(w, "\nGlobal flags: --uri, --token, --token-file, --user/--password, --tls-ca, --tls-cert/--tls-key, --insecure-skip-verify, --color, --no-color (see sluice --help).")
 }
 
 func versionCommand() command {

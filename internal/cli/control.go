@@ -48,8 +48,12 @@ func newTextTable(w io.Writer, header ...string) *textTable {
 	return t
 }
 
-// row prints one line of cells.
+// row prints one line of cells, each through termValue: a cell that holds
+// a control character (a tab among them) is quoted, as tail quotes it.
 func (t *textTable) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = termValue(c)
+	}
 	fmt.Fprintln(t.w, strings.Join(cells, "\t"))
 }
 
@@ -279,10 +283,10 @@ Takes the request flags of 'sluice changes'.`,
 }
 
 func writePlan(out io.Writer, p *sluice.Plan, files bool) error {
-	fmt.Fprintf(out, "table %s, window (%s, %s]\n", p.Table, fmtID(p.FromSnapshot), fmtID(p.ToSnapshot))
-	fmt.Fprintf(out, "columns %s", strings.Join(p.Columns, ", "))
+	fmt.Fprintf(out, "table %s, window (%s, %s]\n", termValue(p.Table), fmtID(p.FromSnapshot), fmtID(p.ToSnapshot))
+	fmt.Fprintf(out, "columns %s", termList(p.Columns))
 	if len(p.Identity) > 0 {
-		fmt.Fprintf(out, "; identity %s", strings.Join(p.Identity, ", "))
+		fmt.Fprintf(out, "; identity %s", termList(p.Identity))
 	}
 	fmt.Fprintf(out, "\n%d snapshots; %d files read (%s, %d records), %d skipped\n\n",
 		len(p.Snapshots), p.FilesRead, fmtBytes(p.BytesRead), p.RecordsRead, p.FilesSkipped)
@@ -302,13 +306,22 @@ func writePlan(out io.Writer, p *sluice.Plan, files bool) error {
 		fmt.Fprintf(out, "\nsnapshot %d:\n", s.Snapshot)
 		w := newTextTable(out)
 		for _, f := range s.Files {
-			w.row("  "+f.Role, f.Content, fmt.Sprintf("%d records", f.RecordCount), fmtBytes(f.FileSizeBytes), f.Path)
+			w.row("", f.Role, f.Content, fmt.Sprintf("%d records", f.RecordCount), fmtBytes(f.FileSizeBytes), f.Path)
 		}
 		if err := w.flush(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// termList joins names with ", ", each through termValue.
+func termList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = termValue(n)
+	}
+	return strings.Join(out, ", ")
 }
 
 // planJSON is the plan with the names of the explain action's JSON

@@ -35,9 +35,9 @@ func (d *diffWriter) header(m sluice.BatchMeta, snapshot, ts string) error {
 		return nil
 	}
 	d.last = snapshot
-	h := "@ snapshot " + snapshot
+	h := "@ snapshot " + termValue(snapshot)
 	if ts != "" {
-		h += "  " + ts
+		h += "  " + termValue(ts)
 	}
 	if m.CommitSeq > 0 {
 		h += fmt.Sprintf("  commit_seq %d", m.CommitSeq)
@@ -105,7 +105,7 @@ func (d *diffWriter) single(c change) string {
 		label += " "
 	}
 	var b strings.Builder
-	b.WriteString(d.p.paint(opStyle(c.op), opMark(c.op)+" "+label))
+	b.WriteString(d.p.paint(opStyle(c.op), opMark(c.op)+" "+termValue(label)))
 	for j, v := range c.image() {
 		b.WriteString(" ")
 		b.WriteString(d.p.paint(ansiDim, d.name(j)+"="))
@@ -142,7 +142,7 @@ func (d *diffWriter) update(before, after []cell) string {
 
 func (d *diffWriter) name(j int) string {
 	if j < len(d.columns) {
-		return d.columns[j]
+		return termValue(d.columns[j])
 	}
 	return fmt.Sprintf("col%d", j)
 }

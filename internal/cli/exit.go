@@ -47,5 +47,10 @@ func (a *app) fail(err error) int {
 	if _, ok := err.(usageError); ok {
 		fmt.Fprintf(a.io.Stderr, "Run 'sluice %s --help' for its usage.\n", a.cmd)
 	}
+	if sluice.Code(err) == codes.Unavailable {
+		// Most often no server listens there (connection refused).
+		fmt.Fprintf(a.io.Stderr, "sluice: the server at %s (%s) is unavailable: is flightd running there? "+
+			"--uri or SLUICE_URI names another.\n", redactURI(a.g.uri), a.uriFrom)
+	}
 	return ExitCode(err)
 }

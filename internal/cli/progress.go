@@ -86,7 +86,7 @@ func (p *progress) stop(ok bool, file string) {
 	rows, bytes := p.rows.Load(), p.bytes.Load()
 	to := ""
 	if file != "" {
-		to = " to " + file
+		to = " to " + termValue(file)
 	}
 	fmt.Fprintf(p.w, "%d rows, %s%s in %s (%.0f rows/s, %s/s)\n", rows, fmtBytes(bytes), to,
 		el.Round(time.Millisecond), float64(rows)/max(el.Seconds(), 1e-3), fmtBytes(int64(float64(bytes)/max(el.Seconds(), 1e-3))))

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -222,13 +222,14 @@ func opMark(op string) string {
 }
 
 // quote shows a value in a diff line: as is, unless it is empty or holds
-// spaces, quotes, '=' or control characters, then Go-quoted.
+// spaces, quotes or '=' (which would blur the name=value pairs), then
+// Go-quoted; termValue quotes it when it holds control characters.
 func quote(c cell) string {
 	if c.null {
 		return c.text
 	}
-	if c.text == "" || strings.ContainsAny(c.text, " \t\"'=\n\r\x1b") {
-		return fmt.Sprintf("%q", c.text)
+	if c.text == "" || strings.ContainsAny(c.text, " \"'=") {
+		return strconv.Quote(c.text)
 	}
-	return c.text
+	return termValue(c.text)
 }

@@ -32,7 +32,8 @@ type tableWriter struct {
 	prev []cell
 }
 
-// styled is a cell's text and the style it is painted with.
+// styled is a cell's text, made safe for a terminal (termValue), and the
+// style it is painted with.
 type styled struct {
 	text, style string
 }
@@ -43,16 +44,16 @@ func (t *tableWriter) Write(rec arrow.RecordBatch) error {
 		t.columns = append([]string{"op", "snapshot", "ts"}, d.columns...)
 	}
 	for _, c := range d.rows {
-		row := []styled{{c.label, opStyle(c.op)}, {c.snapshot, ""}, {c.ts, ""}}
+		row := []styled{{termValue(c.label), opStyle(c.op)}, {termValue(c.snapshot), ""}, {termValue(c.ts), ""}}
 		img := c.image()
 		for j, v := range img {
-			s := styled{text: v.text}
+			s := styled{text: termValue(v.text)}
 			if v.null {
 				s.style = ansiDim
 			}
 			switch {
 			case c.op == sluice.OpUpdate && j < len(c.before) && !c.before[j].equal(v):
-				s = styled{c.before[j].text + " → " + v.text, ansiNew}
+				s = styled{termValue(c.before[j].text) + " → " + s.text, ansiNew}
 			case c.op == sluice.OpUpdateAfter && j < len(t.prev) && !t.prev[j].equal(v):
 				s.style = ansiNew
 			}
@@ -93,7 +94,7 @@ func (t *tableWriter) flush() error {
 		t.header = true
 		hdr := make([]styled, len(t.columns))
 		for j, c := range t.columns {
-			hdr[j] = styled{strings.ToUpper(c), ansiBold}
+			hdr[j] = styled{termValue(strings.ToUpper(c)), ansiBold}
 		}
 		t.line(&b, hdr)
 	}
