@@ -66,7 +66,9 @@ type Config struct {
 	// start for up to its StartTimeout.
 	Catalog catalog.Config `yaml:"catalog"`
 	// Delta says where Delta tables are (--delta-root, SLUICE_DELTA_ROOT;
-	// delta.tables in YAML only). They are served beside the catalog's
+	// delta.tables in YAML only) and whether symbolic links may lead out
+	// of their local roots (--delta-follow-symlinks; delta.follow_symlinks
+	// in YAML; default false). They are served beside the catalog's
 	// Iceberg tables; a name both serve is refused at start.
 	Delta catalog.DeltaConfig `yaml:"delta"`
 	// Demo creates the demo table demo.orders when it is absent (--demo)

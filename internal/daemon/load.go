@@ -92,6 +92,8 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	dur(&c.Catalog.StartTimeout, "catalog-start-timeout", "how long to retry a catalog unavailable at start, 0: fail at once")
 	fs.StringVar(&c.Delta.Root, "delta-root", c.Delta.Root,
 		"serve every sub-folder of this folder holding a _delta_log as the Delta table delta.<sub-folder>")
+	fs.BoolVar(&c.Delta.FollowSymlinks, "delta-follow-symlinks", c.Delta.FollowSymlinks,
+		"read what symbolic links in the Delta root or a local Delta table point to outside it")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "create the demo table demo.orders when absent")
 	fs.StringVar(&c.ReadyFile, "ready-file", c.ReadyFile, "write the served address to this file once serving")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
@@ -345,12 +347,13 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		cfg.Replicas.Peers = splitList(v)
 	}
 	bools := map[string]*bool{
-		"SLUICE_PPROF":                &cfg.Pprof,
-		"SLUICE_REFLECTION":           &cfg.Reflection,
-		"SLUICE_DEMO":                 &cfg.Demo,
-		"SLUICE_CREATE_CATALOG":       &cfg.Catalog.Create,
-		"SLUICE_ALLOW_PUBLIC_METRICS": &cfg.AllowPublicMetrics,
-		"SLUICE_WATCH_FILES":          &cfg.Follow.WatchFiles,
+		"SLUICE_PPROF":                 &cfg.Pprof,
+		"SLUICE_REFLECTION":            &cfg.Reflection,
+		"SLUICE_DEMO":                  &cfg.Demo,
+		"SLUICE_CREATE_CATALOG":        &cfg.Catalog.Create,
+		"SLUICE_ALLOW_PUBLIC_METRICS":  &cfg.AllowPublicMetrics,
+		"SLUICE_WATCH_FILES":           &cfg.Follow.WatchFiles,
+		"SLUICE_DELTA_FOLLOW_SYMLINKS": &cfg.Delta.FollowSymlinks,
 	}
 	for k, p := range bools {
 		if v, ok := env[k]; ok {
