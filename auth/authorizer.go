@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -46,6 +47,8 @@ type Authorizer struct {
 	rules         []Rule
 	denyByDefault bool
 	consumers     []ConsumerOwner
+	// resolves counts the evaluations of the rules, for tests.
+	resolves atomic.Int64
 }
 
 // NewAuthorizer returns the Authorizer of cfg's Rules, DenyByDefault and
@@ -86,35 +89,58 @@ func (z *Authorizer) ConsumerOwner(consumer string) (principal string, ok bool) 
 	return "", false
 }
 
+// Grant is what the rules grant one principal on one table, evaluated once:
+// a call that asks several questions of the same principal and table (may
+// it read the table, which columns, are these columns allowed) resolves a
+// Grant and asks it. A Grant is immutable and safe for concurrent use.
+type Grant struct {
+	principal, table string
+	granted, whole   bool
+	// columns are the allowed columns when granted and not whole, in rule
+	// order.
+	columns []string
+}
+
+// Grant evaluates the rules for p and table.
+func (z *Authorizer) Grant(p Principal, table string) Grant {
+	z.resolves.Add(1)
+	g := Grant{principal: p.Name, table: table}
+	if len(z.rules) == 0 {
+		g.granted, g.whole = !z.denyByDefault, true
+		return g
+	}
+	for _, r := range z.rules {
+		if !matchAny(r.Principals, p.Name) || !matchAny(r.Tables, table) {
+			continue
+		}
+		g.granted = true
+		rc, ok := r.Columns[table]
+		if !ok {
+			g.whole, g.columns = true, nil
+			return g
+		}
+		for _, c := range rc {
+			if !slices.Contains(g.columns, c) {
+				g.columns = append(g.columns, c)
+			}
+		}
+	}
+	return g
+}
+
 // CanRead reports whether p may read table (some or all of its columns).
 // The server also uses it to show only readable tables in listings.
-func (z *Authorizer) CanRead(p Principal, table string) bool {
-	granted, _, _ := z.grant(p, table)
-	return granted
-}
+func (z *Authorizer) CanRead(p Principal, table string) bool { return z.Grant(p, table).CanRead() }
 
 // Check returns nil when p may read table, else an error wrapping
 // ErrPermissionDenied that names p and table.
-func (z *Authorizer) Check(p Principal, table string) error {
-	if z.CanRead(p, table) {
-		return nil
-	}
-	return fmt.Errorf("%w: principal %q may not read table %q", ErrPermissionDenied, p.Name, table)
-}
+func (z *Authorizer) Check(p Principal, table string) error { return z.Grant(p, table).Check() }
 
 // Columns returns the columns of table that p may read: restricted is false
 // when p may read them all, and allowed lists them (in rule order) when it
 // is true. For a table p may not read it returns (nil, true).
 func (z *Authorizer) Columns(p Principal, table string) (allowed []string, restricted bool) {
-	granted, whole, cols := z.grant(p, table)
-	switch {
-	case !granted:
-		return nil, true
-	case whole:
-		return nil, false
-	default:
-		return cols, true
-	}
+	return z.Grant(p, table).Columns()
 }
 
 // Project returns the columns a read of table by p must project, given the
@@ -124,17 +150,7 @@ func (z *Authorizer) Columns(p Principal, table string) (allowed []string, restr
 // table p may not read, or a column it may not read, is an error wrapping
 // ErrPermissionDenied.
 func (z *Authorizer) Project(p Principal, table string, columns []string) ([]string, error) {
-	if err := z.Check(p, table); err != nil {
-		return nil, err
-	}
-	allowed, restricted := z.Columns(p, table)
-	if !restricted {
-		return columns, nil
-	}
-	if len(columns) == 0 {
-		return allowed, nil
-	}
-	return columns, z.CheckColumns(p, table, columns)
+	return z.Grant(p, table).Project(columns)
 }
 
 // CheckColumns returns nil when p may read every one of columns of table,
@@ -143,43 +159,70 @@ func (z *Authorizer) Project(p Principal, table string, columns []string) ([]str
 // its projection: filter and identity columns, whose values a client could
 // otherwise infer.
 func (z *Authorizer) CheckColumns(p Principal, table string, columns []string) error {
-	if err := z.Check(p, table); err != nil {
+	return z.Grant(p, table).CheckColumns(columns)
+}
+
+// CanRead reports whether the grant lets its principal read its table
+// (some or all of its columns).
+func (g Grant) CanRead() bool { return g.granted }
+
+// Check returns nil when the grant lets its principal read its table, else
+// an error wrapping ErrPermissionDenied that names them.
+func (g Grant) Check() error {
+	if g.granted {
+		return nil
+	}
+	return fmt.Errorf("%w: principal %q may not read table %q", ErrPermissionDenied, g.principal, g.table)
+}
+
+// Columns returns the columns the grant allows, as Authorizer.Columns does.
+// The caller must not modify allowed.
+func (g Grant) Columns() (allowed []string, restricted bool) {
+	switch {
+	case !g.granted:
+		return nil, true
+	case g.whole:
+		return nil, false
+	default:
+		return g.columns, true
+	}
+}
+
+// Restricted reports whether the grant allows only some of the table's
+// columns (or none: a table not granted).
+func (g Grant) Restricted() bool { return !g.granted || !g.whole }
+
+// Project returns the columns a read must project given the columns the
+// request asks for, as Authorizer.Project does.
+func (g Grant) Project(columns []string) ([]string, error) {
+	if err := g.Check(); err != nil {
+		return nil, err
+	}
+	if g.whole {
+		return columns, nil
+	}
+	if len(columns) == 0 {
+		return slices.Clone(g.columns), nil
+	}
+	return columns, g.CheckColumns(columns)
+}
+
+// CheckColumns returns nil when the grant allows every one of columns, as
+// Authorizer.CheckColumns does.
+func (g Grant) CheckColumns(columns []string) error {
+	if err := g.Check(); err != nil {
 		return err
 	}
-	allowed, restricted := z.Columns(p, table)
-	if !restricted {
+	if g.whole {
 		return nil
 	}
 	for _, c := range columns {
-		if !columnAllowed(allowed, c) {
-			return fmt.Errorf("%w: principal %q may not read column %q of table %q", ErrPermissionDenied, p.Name, c, table)
+		if !columnAllowed(g.columns, c) {
+			return fmt.Errorf("%w: principal %q may not read column %q of table %q", ErrPermissionDenied,
+				g.principal, c, g.table)
 		}
 	}
 	return nil
-}
-
-// grant evaluates the rules for p and table: whether it is granted, whole,
-// and else which columns.
-func (z *Authorizer) grant(p Principal, table string) (granted, whole bool, cols []string) {
-	if len(z.rules) == 0 {
-		return !z.denyByDefault, true, nil
-	}
-	for _, r := range z.rules {
-		if !matchAny(r.Principals, p.Name) || !matchAny(r.Tables, table) {
-			continue
-		}
-		granted = true
-		rc, ok := r.Columns[table]
-		if !ok {
-			return true, true, nil
-		}
-		for _, c := range rc {
-			if !slices.Contains(cols, c) {
-				cols = append(cols, c)
-			}
-		}
-	}
-	return granted, false, cols
 }
 
 // columnAllowed reports whether column c, or a struct containing it, is in

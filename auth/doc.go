@@ -76,7 +76,8 @@
 // Flight Handshake and health checks, fails the call with Unauthenticated
 // on error, and passes NewContext(ctx, principal) on; handlers read it back
 // with FromContext and ask the Authorizer (Check, Project, CheckColumns,
-// CanRead), failing with PermissionDenied. The Handshake handler calls
+// CanRead), failing with PermissionDenied; a handler with several
+// questions about one table resolves the caller's Grant once and asks it. The Handshake handler calls
 // Authenticator.Handshake and sends the metadata it returns as its
 // response header. Errors wrap ErrUnauthenticated, ErrPermissionDenied or
 // ErrInvalidConfig.

@@ -122,6 +122,26 @@ func ExampleAuthorizer() {
 	// auth: permission denied: principal "analyst-eu" may not read table "hr.salaries"
 }
 
+func ExampleAuthorizer_Grant() {
+	z, err := auth.NewAuthorizer(auth.Config{Rules: []auth.Rule{
+		{Principals: []string{"analyst-*"}, Tables: []string{"sales.*"},
+			Columns: map[string][]string{"sales.customers": {"id", "country"}}},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	analyst := auth.Principal{Name: "analyst-eu", Method: auth.MethodToken}
+
+	// One evaluation of the rules answers every question of a request.
+	g := z.Grant(analyst, "sales.customers")
+	cols, err := g.Project(nil) // a request for all columns
+	fmt.Println(g.Restricted(), cols, err)
+	fmt.Println(g.CheckColumns([]string{"email"})) // a filter column
+	// Output:
+	// true [id country] <nil>
+	// auth: permission denied: principal "analyst-eu" may not read column "email" of table "sales.customers"
+}
+
 func ExampleHashToken() {
 	// The line of the tokens file for a client's token.
 	fmt.Printf("  - principal: ingest\n    sha256: %s\n", auth.HashToken("s3cret"))

@@ -50,14 +50,15 @@ func (s *Server) authorizeShape(ctx context.Context, req feed.Request) (feed.Req
 	if s.authz == nil {
 		return req, nil
 	}
-	p := principalOf(ctx)
-	if err := s.authz.Check(p, req.Table); err != nil {
+	// One resolution of the caller's grant answers every question below.
+	g := s.authz.Grant(principalOf(ctx), req.Table)
+	if err := g.Check(); err != nil {
 		return req, err
 	}
-	if _, restricted := s.authz.Columns(p, req.Table); !restricted {
+	if !g.Restricted() {
 		return req, nil
 	}
-	cols, err := s.authz.Project(p, req.Table, req.Columns)
+	cols, err := g.Project(req.Columns)
 	if err != nil {
 		return req, err
 	}
@@ -70,7 +71,7 @@ func (s *Server) authorizeShape(ctx context.Context, req feed.Request) (feed.Req
 	for _, c := range fc {
 		used = append(used, strings.SplitN(c, ".", 2)[0])
 	}
-	return req, s.authz.CheckColumns(p, req.Table, used)
+	return req, g.CheckColumns(used)
 }
 
 // readable returns whether the caller may read a table, for listings.
