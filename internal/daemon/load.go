@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicefeed/sluice/internal/suggest"
 )
 
 // LoadConfig reads the configuration from the defaults, the YAML file, the
@@ -40,7 +42,7 @@ func LoadConfig(args, environ []string, out io.Writer) (Config, error) {
 			fs.PrintDefaults()
 			return Config{}, err
 		}
-		return Config{}, configError{err}
+		return Config{}, configError{suggest.FlagError(fs, args, err, fs.Parse)}
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("%w: unexpected arguments %q (flightd --help lists the flags)", ErrConfig, fs.Args())
