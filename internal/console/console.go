@@ -56,6 +56,11 @@ type Options struct {
 	// when the console is served over TLS, or behind a TLS-terminating
 	// proxy.
 	SecureCookie bool
+	// Hosts are the names the console answers (Host) and the origins
+	// whose pages it serves (Origin), against DNS rebinding; refused
+	// requests get 421 or 403 before authentication. Default: the
+	// loopback names only (NewHosts("127.0.0.1:0", nil)).
+	Hosts *Hosts
 }
 
 // Console is the web console's HTTP handler.
@@ -79,6 +84,9 @@ func New(opts Options) *Console {
 	if opts.LoginsPerSecond == 0 {
 		opts.LoginsPerSecond = DefaultLoginsPerSecond
 	}
+	if opts.Hosts == nil {
+		opts.Hosts = NewHosts("127.0.0.1:0", nil)
+	}
 	c := &Console{opts: opts, mux: http.NewServeMux(), logins: newRateLimiter(opts.LoginsPerSecond)}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
@@ -98,21 +106,50 @@ func New(opts Options) *Console {
 	return c
 }
 
-// ServeHTTP authenticates the request, then serves it: nothing, not even
-// an asset, reaches a caller without valid credentials while
-// authentication is on.
+// ServeHTTP checks the request's Host and Origin (Options.Hosts),
+// authenticates it, then serves it: nothing, not even an asset, reaches a
+// caller without valid credentials while authentication is on.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.secure(w)
+	if !c.opts.Hosts.Admit(w, r, c.opts.Logger) {
+		return
+	}
+	ctx, ok := c.authenticate(w, r)
+	if !ok {
+		return
+	}
+	c.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// Authenticated returns next behind the console's checks: its Host and
+// Origin, then its credentials (a session cookie, a bearer token or the
+// basic login; 401 with a basic challenge without them). With
+// authentication off every caller of an admitted host is served. flightd
+// puts its profiles behind it where they share the console's address.
+func (c *Console) Authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.secure(w)
+		if !c.opts.Hosts.Admit(w, r, c.opts.Logger) {
+			return
+		}
+		ctx, ok := c.authenticate(w, r)
+		if !ok {
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// secure sets the headers of every answer: the page loads only its own
+// files, is never framed, and sends no referrer.
+func (c *Console) secure(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; "+
 		"form-action 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
-	ctx, ok := c.authenticate(w, r)
-	if !ok {
-		return
-	}
-	c.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // now is the clock of the login rate limit.

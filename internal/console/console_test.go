@@ -48,9 +48,11 @@ type fixture struct {
 	cat       *catalog.Catalog
 	tokens    map[string]string
 	snapshots []sluice.Snapshot
+	// authn is the console's authenticator (nil with authentication off).
+	authn *auth.Authenticator
 }
 
-func start(t *testing.T, authOn bool) *fixture {
+func start(t *testing.T, authOn bool, options ...func(*console.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -126,6 +128,10 @@ func start(t *testing.T, authOn bool) *fixture {
 	copts := console.Options{Client: client, Logger: quiet}
 	if authOn {
 		copts.Authenticator = authn
+		f.authn = authn
+	}
+	for _, o := range options {
+		o(&copts)
 	}
 	hs := httptest.NewServer(console.New(copts))
 	f.url = hs.URL

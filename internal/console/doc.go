@@ -19,6 +19,12 @@
 // HTTP-only session cookie. With authentication on, nothing is served to
 // a caller without valid credentials, not even the page's assets.
 //
+// Before any of that, the console answers only its own names (Hosts): a
+// request whose Host is another name, as a page of an attacker's site
+// resolved again to the console's address (DNS rebinding) sends, is
+// refused with 421, and one from another site's page (its Origin) with
+// 403. flightd guards its metrics and profiles the same way.
+//
 // The assets (HTML, CSS, JavaScript) are embedded in the binary; the page
 // loads nothing from the network but its own server.
 package console
