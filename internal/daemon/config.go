@@ -15,6 +15,7 @@ import (
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/console"
 	"github.com/sluicefeed/sluice/server"
 )
 
@@ -129,6 +130,8 @@ type Config struct {
 	// console takes bearer tokens and passwords), and TLS (or
 	// auth.allow_plaintext) like the gRPC address.
 	HTTPListen string `yaml:"http_listen"`
+	// HTTP tunes the HTTP servers: the console's and the metrics'.
+	HTTP HTTPConfig `yaml:"http"`
 	// Reflection registers gRPC server reflection, for grpcurl
 	// (--reflection). Default false.
 	Reflection bool `yaml:"reflection"`
@@ -141,6 +144,25 @@ type Config struct {
 	// Replicas says where the replicas of a deployment are, for the
 	// endpoints of a window split by max_endpoints (--advertise, --peers).
 	Replicas ReplicasConfig `yaml:"replicas"`
+}
+
+// HTTPConfig tunes flightd's HTTP servers (--http-listen, --metrics-listen).
+type HTTPConfig struct {
+	// AllowedHosts are the names, besides its own, under which the HTTP
+	// servers answer (--http-allowed-hosts, SLUICE_HTTP_ALLOWED_HOSTS,
+	// comma-separated; a YAML list): host names or IP addresses, without
+	// a scheme or a port. Every path of an HTTP server (the console, its
+	// API and live streams, /metrics, /healthz, /debug/pprof/) answers
+	// only a request whose Host is a loopback name (localhost,
+	// 127.0.0.0/8, ::1), the host of its listen address (every address of
+	// the machine for 0.0.0.0 or ::), or one of these, and whose Origin,
+	// when a browser sends one, is its own host or one of those names:
+	// else 421 (Host) or 403 (Origin). A web page cannot then reach the
+	// console by resolving its own name to 127.0.0.1 (DNS rebinding).
+	// List here the names users and scrapers reach flightd by (a DNS
+	// name, a proxy's name). "*" answers every Host; it needs
+	// authentication on. Default: none.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // ReplicasConfig lists the replicas that serve the same catalog: the
@@ -308,6 +330,9 @@ func (c Config) Validate() error {
 	if err := c.validateHTTP(); err != nil {
 		return err
 	}
+	if err := c.validateAllowedHosts(); err != nil {
+		return err
+	}
 	for _, n := range []struct {
 		flag  string
 		value float64
@@ -422,6 +447,25 @@ func (c Config) validateHTTP() error {
 		return fmt.Errorf("%w: --http-listen %q is not a loopback address, and without TLS the console's tokens "+
 			"and passwords cross the network in the clear: set --tls-cert-file and --tls-key-file (the console "+
 			"then speaks HTTPS), or auth.allow_plaintext behind a TLS-terminating proxy", ErrConfig, c.HTTPListen)
+	}
+	return nil
+}
+
+// validateAllowedHosts checks the names of http.allowed_hosts: each a host
+// name or an address, and "*" (every host, which reopens DNS rebinding)
+// only with authentication on.
+func (c Config) validateAllowedHosts() error {
+	for _, h := range c.HTTP.AllowedHosts {
+		name, err := console.ParseAllowedHost(h)
+		if err != nil {
+			return fmt.Errorf("%w: --http-allowed-hosts: %v", ErrConfig, err)
+		}
+		if name == console.AnyHost && authOff(c.Auth.Mode) {
+			return fmt.Errorf("%w: --http-allowed-hosts %s answers every Host, and authentication is off: any web "+
+				"page could then read the tables through the console by resolving its own name to this address "+
+				"(DNS rebinding): list the names flightd is reached by, or set --auth-mode token or basic",
+				ErrConfig, console.AnyHost)
+		}
 	}
 	return nil
 }

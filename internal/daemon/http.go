@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,89 +35,152 @@ type httpServices struct {
 	log       *slog.Logger
 }
 
-// serveHTTP starts the HTTP servers and returns the console's URL ("" when
-// it is off); stop closes them (ending the console's live streams) and the
-// console's connection to the service.
-func (h httpServices) serveHTTP() (consoleURL string, stop func(), err error) {
-	var stops []func()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			for i := len(stops) - 1; i >= 0; i-- {
-				stops[i]()
-			}
-		})
-	}
-	type site struct {
-		addr, flag string
-		mux        *http.ServeMux
-		tls        bool
-	}
-	var sites []*site
+// httpSites are flightd's HTTP servers, each bound to its address: serve
+// starts them. Every listener is bound before any is served, so that
+// nothing says "serving" for a flightd that then fails to start.
+type httpSites struct {
+	sites []*site
+	log   *slog.Logger
+	// stops close what was started, in reverse order.
+	stops []func()
+	once  sync.Once
+}
+
+// site is one HTTP server: its address, the paths its mux serves, and its
+// listener once bound.
+type site struct {
+	addr, flag string
+	mux        *http.ServeMux
+	// patterns are the mux's patterns, in the order they were registered.
+	patterns []string
+	tls      bool
+	console  bool
+	// hosts are the names the server answers.
+	hosts *console.Hosts
+	lis   net.Listener
+}
+
+func (s *site) handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.patterns = append(s.patterns, pattern)
+}
+
+// bindHTTP builds the HTTP servers and binds their addresses; nothing is
+// served until serve. The metrics address serves /metrics, /healthz and,
+// with --pprof, /debug/pprof/; the console's address serves the console
+// under /. On an address that serves both, the profiles need the console's
+// credentials (when authentication is on), /metrics and /healthz do not.
+// Every path of every server answers only the hosts of console.Hosts.
+func (h httpServices) bindHTTP() (*httpSites, error) {
+	hs := &httpSites{log: h.log}
 	siteOf := func(addr, flag string) *site {
-		for _, s := range sites {
+		for _, s := range hs.sites {
 			if s.addr == addr {
 				return s
 			}
 		}
-		s := &site{addr: addr, flag: flag, mux: http.NewServeMux()}
-		sites = append(sites, s)
+		s := &site{addr: addr, flag: flag, mux: http.NewServeMux(),
+			hosts: console.NewHosts(addr, h.cfg.HTTP.AllowedHosts)}
+		hs.sites = append(hs.sites, s)
 		return s
+	}
+	var c *console.Console
+	if h.cfg.HTTPListen != "" {
+		var closeConsole func()
+		var err error
+		c, closeConsole, err = h.console()
+		if err != nil {
+			return nil, err
+		}
+		hs.stops = append(hs.stops, closeConsole)
 	}
 	if h.cfg.MetricsListen != "" {
 		s := siteOf(h.cfg.MetricsListen, "--metrics-listen")
-		s.mux.Handle("/metrics", h.metrics.Handler())
-		s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+		s.handle("/metrics", h.metrics.Handler())
+		s.handle("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte("ok\n"))
+		}))
 		if h.cfg.Pprof {
-			s.mux.HandleFunc("/debug/pprof/", pprof.Index)
-			s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-			s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-			s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-			s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+			var profiles http.Handler = pprofHandler()
+			if h.cfg.MetricsListen == h.cfg.HTTPListen {
+				// The console's callers may read the profiles (the
+				// command line among them); nobody else.
+				profiles = c.Authenticated(profiles)
+			}
+			s.handle("/debug/pprof/", profiles)
 		}
 	}
-	if h.cfg.HTTPListen != "" {
-		c, closeConsole, err := h.console()
-		if err != nil {
-			return "", nil, err
-		}
-		stops = append(stops, closeConsole)
+	if c != nil {
 		s := siteOf(h.cfg.HTTPListen, "--http-listen")
-		s.mux.Handle("/", c)
+		s.handle("/", c)
 		s.tls = h.tlsConfig != nil
+		s.console = true
 	}
-	for _, s := range sites {
-		addr := s.addr
-		lis, err := net.Listen("tcp", addr)
+	for _, s := range hs.sites {
+		lis, err := net.Listen("tcp", s.addr)
 		if err != nil {
-			stop()
-			return "", nil, fmt.Errorf("%s %s: %w", s.flag, addr, listenError(err))
+			hs.stop()
+			return nil, fmt.Errorf("%s %s: %w", s.flag, s.addr, listenError(err))
 		}
-		scheme := "http"
+		hs.stops = append(hs.stops, func() { _ = lis.Close() })
 		if s.tls {
 			lis = tls.NewListener(lis, h.tlsConfig.Clone())
-			scheme = "https"
 		}
+		s.lis = lis
+	}
+	return hs, nil
+}
+
+// pprofHandler serves Go's runtime profiles under /debug/pprof/.
+func pprofHandler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return m
+}
+
+// serve serves every bound server, logs each address, and returns the
+// console's URL ("" when it is off).
+func (hs *httpSites) serve() (consoleURL string) {
+	for _, s := range hs.sites {
 		// No write timeout: the console's live streams last as long as the
 		// page is open.
-		hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-			ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)}
+		srv := &http.Server{Handler: s.hosts.Guard(s.mux, hs.log), ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(hs.log.Handler(), slog.LevelWarn)}
+		lis, addr := s.lis, s.addr
 		go func() {
-			if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				h.log.Error("http server", "address", addr, "error", err)
+			if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				hs.log.Error("http server", "address", addr, "error", err)
 			}
 		}()
-		stops = append(stops, func() { _ = hs.Close() })
+		hs.stops = append(hs.stops, func() { _ = srv.Close() })
 		bound := lis.Addr().String()
-		if addr == h.cfg.MetricsListen {
-			h.log.Info("serving metrics", "address", bound)
+		if slices.Contains(s.patterns, "/metrics") {
+			hs.log.Info("serving metrics", "address", bound)
 		}
-		if addr == h.cfg.HTTPListen {
+		if s.console {
+			scheme := "http"
+			if s.tls {
+				scheme = "https"
+			}
 			consoleURL = scheme + "://" + bound + "/"
-			h.log.Info("serving console", "address", bound, "url", consoleURL)
+			hs.log.Info("serving console", "address", bound, "url", consoleURL)
 		}
 	}
-	return consoleURL, stop, nil
+	return consoleURL
+}
+
+// stop closes the servers (ending the console's live streams), their
+// listeners, and the console's connection to the service.
+func (hs *httpSites) stop() {
+	hs.once.Do(func() {
+		for i := len(hs.stops) - 1; i >= 0; i-- {
+			hs.stops[i]()
+		}
+	})
 }
 
 // console returns the web console and what closes its connection to the
@@ -141,7 +205,8 @@ func (h httpServices) console() (*console.Console, func(), error) {
 		authn = nil // every caller is anonymous, as on the gRPC side
 	}
 	c := console.New(console.Options{Client: client, Authenticator: authn, Logger: h.log,
-		LoginsPerSecond: loginRate(h.cfg.Limits.CallsPerSecond), SecureCookie: h.tlsConfig != nil})
+		LoginsPerSecond: loginRate(h.cfg.Limits.CallsPerSecond), SecureCookie: h.tlsConfig != nil,
+		Hosts: console.NewHosts(h.cfg.HTTPListen, h.cfg.HTTP.AllowedHosts)})
 	return c, func() {
 		_ = client.Close()
 		gs.Stop()

@@ -123,3 +123,49 @@ func TestConsoleSharesMetricsAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPAllowedHosts: http.allowed_hosts from each source, and the
+// entries refused at start, naming the flag.
+func TestHTTPAllowedHosts(t *testing.T) {
+	yamlFile := filepath.Join(t.TempDir(), "f.yaml")
+	if err := os.WriteFile(yamlFile, []byte("http_listen: 127.0.0.1:8080\nhttp:\n  allowed_hosts: [sluice.example.com, "+
+		"\"[::1]\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	token := []string{"--auth-mode", "token", "--auth-tokens-file", "t.yaml"}
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  []string
+		want []string
+	}{
+		{"default", nil, nil, nil},
+		{"yaml", []string{"--config", yamlFile}, nil, []string{"sluice.example.com", "[::1]"}},
+		{"env over yaml", []string{"--config", yamlFile}, []string{"SLUICE_HTTP_ALLOWED_HOSTS=a.example, b.example"},
+			[]string{"a.example", "b.example"}},
+		{"flag over env", []string{"--http-allowed-hosts", "c.example,10.0.0.5"},
+			[]string{"SLUICE_HTTP_ALLOWED_HOSTS=a.example"}, []string{"c.example", "10.0.0.5"}},
+		{"any host with auth", append([]string{"--http-allowed-hosts", "*"}, token...), nil, []string{"*"}},
+	} {
+		c, err := LoadConfig(tt.args, tt.env, io.Discard)
+		if err != nil || strings.Join(c.HTTP.AllowedHosts, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("%s: %v, allowed hosts %q; want %q", tt.name, err, c.HTTP.AllowedHosts, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"any host without auth", []string{"--http-allowed-hosts", "*"}, "authentication is off"},
+		{"a URL", []string{"--http-allowed-hosts", "https://sluice.example.com"}, "without a scheme"},
+		{"a port", []string{"--http-allowed-hosts", "sluice.example.com:8080"}, "a port"},
+		{"a glob", []string{"--http-allowed-hosts", "*.example.com"}, "not a host name"},
+	} {
+		_, err := LoadConfig(tt.args, nil, io.Discard)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(errText(err), tt.want) ||
+			!strings.Contains(errText(err), "--http-allowed-hosts") {
+			t.Errorf("%s: %v; want ErrConfig naming --http-allowed-hosts and %q", tt.name, err, tt.want)
+		}
+	}
+}

@@ -131,6 +131,8 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 		"let --metrics-listen be an address that is not loopback (its metrics expose table names, --pprof the process's internals)")
 	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen,
 		"serve the web console on this address (may be the metrics address)")
+	fs.Var((*listFlag)(&c.HTTP.AllowedHosts), "http-allowed-hosts",
+		"other names the HTTP servers answer (a Host of another name gets 421), comma-separated; * for any (needs auth)")
 	fs.BoolVar(&c.Reflection, "reflection", c.Reflection, "register gRPC server reflection")
 	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve /debug/pprof/ on the metrics address")
 	fs.IntVar(&c.Limits.MaxStreams, "max-streams", c.Limits.MaxStreams, "streaming calls at once, 0: no limit")
@@ -347,6 +349,9 @@ func applyEnv(env map[string]string, cfg *Config) error {
 	}
 	if v, ok := env["SLUICE_PEERS"]; ok {
 		cfg.Replicas.Peers = splitList(v)
+	}
+	if v, ok := env["SLUICE_HTTP_ALLOWED_HOSTS"]; ok {
+		cfg.HTTP.AllowedHosts = splitList(v)
 	}
 	bools := map[string]*bool{
 		"SLUICE_PPROF":                 &cfg.Pprof,

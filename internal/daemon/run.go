@@ -137,20 +137,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		log.Warn("metrics served on an address that is not loopback (--allow-public-metrics)",
 			"metrics_listen", cfg.MetricsListen, "exposes", exposed)
 	}
-	consoleURL, stopHTTP, err := httpServices{cfg: cfg, metrics: metrics, srv: srv, authn: authn, tlsConfig: tlsConfig,
-		log: log}.serveHTTP()
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
-
+	// Every listener is bound before anything is served or logged as
+	// served: a port in use stops flightd with no "serving" line.
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, listenError(err))
 	}
+	sites, err := httpServices{cfg: cfg, metrics: metrics, srv: srv, authn: authn, tlsConfig: tlsConfig,
+		log: log}.bindHTTP()
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	defer sites.stop()
+
 	addr := lis.Addr().String()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(lis) }()
+	consoleURL := sites.serve()
 
 	log.Info("serving", "address", addr, "catalog", cfg.Catalog.Type, "warehouse", cfg.Catalog.Warehouse,
 		"progress", progress.Redact(dsn), "progress_store", store.Dialect())
@@ -183,7 +187,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	// Follow streams never end by themselves: end them (Unavailable "server
 	// shutting down") so that GracefulStop waits only for bounded reads.
 	srv.Shutdown()
-	stopHTTP() // the console's live streams end with the follow streams
+	sites.stop() // the console's live streams end with the follow streams
 	stopped := make(chan struct{})
 	go func() {
 		gs.GracefulStop()
