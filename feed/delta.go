@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/internal/storage"
 )
 
 // DeltaSource serves one Delta table to the engine. It is long-lived (one
@@ -219,6 +220,9 @@ func deltaError(name string, err error) error {
 		return fmt.Errorf("%w: %w", ErrSnapshotNotFound, err)
 	case errors.Is(err, delta.ErrUnsupportedFeature), errors.Is(err, delta.ErrUnsupported):
 		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	case errors.Is(err, storage.ErrOutsideRoot):
+		// A log file that a symbolic link leads out of the table's root.
+		return fmt.Errorf("%w: table %s: %w", ErrUnsupported, name, err)
 	case errors.Is(err, delta.ErrCorrupt), errors.Is(err, delta.ErrNotTable):
 		return fmt.Errorf("%w: %w", ErrUnreadable, err)
 	case errors.Is(err, fs.ErrNotExist), storageFault(err), storageDown(err):

@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
+
+	"github.com/sluicefeed/sluice/internal/storage"
 )
 
 // Strategies a snapshot's plan can take.
@@ -384,6 +386,10 @@ func readError(name string, snapshot int64, what string, err error) error {
 	case errors.Is(err, ErrResyncRequired), errors.Is(err, ErrUnreadable), errors.Is(err, ErrStorageUnavailable),
 		errors.Is(err, ErrInternal), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err // classified already, or not a file's fault
+	case errors.Is(err, storage.ErrOutsideRoot):
+		// A local file that a symbolic link leads out of its root: not
+		// read unless the root's setting allows it (the error names it).
+		return fmt.Errorf("%w: %s: %s: %w", ErrUnsupported, where, what, err)
 	case storageDown(err):
 		return fmt.Errorf("%w: %s: %w", ErrStorageUnavailable, where, err)
 	case storageFault(err):

@@ -252,11 +252,12 @@ func (s *suggestingTables) checkDelta(ctx context.Context, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	deltas, err := s.delta.ListTables(ctx)
+	sv, err := s.delta.Survey(ctx)
 	if err != nil {
 		return err
 	}
-	for _, n := range deltas {
+	logSurvey(log, sv)
+	for _, n := range slices.Concat(sv.Tables, sv.Named) {
 		if _, found := slices.BinarySearch(ice, n); found {
 			return fmt.Errorf("%w: %s is both a Delta table and a table of the Iceberg catalog: rename one, or "+
 				"name the Delta table otherwise in delta.tables", ErrConfig, n)
@@ -265,7 +266,32 @@ func (s *suggestingTables) checkDelta(ctx context.Context, log *slog.Logger) err
 	return nil
 }
 
-// LoadTable loads the table, and suggests others when it is not found.
+// logSurvey logs what the Delta root holds at start: how many tables, the
+// root that is itself a table's folder, the sub-folders that links lead
+// out of (not served).
+func logSurvey(log *slog.Logger, sv catalog.Survey) {
+	switch {
+	case sv.RootTable != "":
+		log.Info("the Delta root is a table's own folder (it holds _delta_log): serving it as "+sv.RootTable+
+			"; to serve every table of a folder, give --delta-root the folder that holds the tables' folders",
+			"root", sv.Root, "table", sv.RootTable)
+	case sv.Root != "" && len(sv.Tables) == 0:
+		log.Info("the Delta root holds no table yet (no sub-folder holds a _delta_log folder); tables created "+
+			"under it are served as they appear", "root", sv.Root, "tables", 0)
+	case sv.Root != "":
+		log.Info("serving the Delta tables of a root", "root", sv.Root, "tables", len(sv.Tables))
+	}
+	if len(sv.Named) > 0 {
+		log.Info("serving the Delta tables of delta.tables", "tables", len(sv.Named))
+	}
+	for _, sk := range sv.Skipped {
+		log.Warn("not serving "+sk.Name+": its folder is a symbolic link out of the Delta root (set "+
+			catalog.FollowSymlinksSetting+": true to serve it)", "table", sk.Name, "reason", sk.Reason)
+	}
+}
+
+// LoadTable loads the table, and suggests others, of both formats, when it
+// is not found.
 func (s *suggestingTables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
 	tbl, err := s.Catalog.LoadTable(ctx, name)
 	if err == nil || !errors.Is(err, catalog.ErrTableNotFound) {
@@ -275,9 +301,10 @@ func (s *suggestingTables) LoadTable(ctx context.Context, name string) (*table.T
 	if !ok {
 		return nil, err
 	}
-	names, serr := s.Suggest(ctx, name, func(t string) bool { return s.authz.CanRead(p, t) })
+	names, serr := s.ListTables(ctx)
 	if serr != nil {
 		return nil, err // the suggestion is a courtesy: the error stays the NotFound
 	}
-	return nil, catalog.DidYouMean(err, names)
+	names = slices.DeleteFunc(names, func(t string) bool { return !s.authz.CanRead(p, t) })
+	return nil, catalog.DidYouMean(err, catalog.Nearest(name, names, catalog.MaxSuggestions))
 }
