@@ -4,15 +4,24 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicefeed/sluice/auth"
+	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/demo"
+	"github.com/sluicefeed/sluice/internal/docmd"
+	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/server"
 )
 
 // runHTTP runs flightd on the demo warehouse with args (its console on
@@ -133,5 +142,111 @@ func TestHTTPHostGuard(t *testing.T) {
 		if status, body := get(t, url+path, map[string]string{"Host": "localhost:" + port}); status != http.StatusOK {
 			t.Errorf("GET /%s with Host localhost: %d %.100q; want 200", path, status, body)
 		}
+	}
+}
+
+// TestSecurityDocSharedAddress keeps SECURITY.md's table of what an
+// address shared by the console and the metrics serves without
+// credentials true: it builds that server with authentication on and
+// --pprof, asks for every path it registers (and the pages under each)
+// without credentials, and checks that the table lists exactly those
+// paths, each served or refused as it is.
+func TestSecurityDocSharedAddress(t *testing.T) {
+	const doc = "../../docs/SECURITY.md"
+	flags, _ := tokenFlags(t)
+	cfg, err := LoadConfig(append(flags, "--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+		"--pprof"), nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	cat, err := tablewrite.OpenWarehouse(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	if _, err := demo.Ensure(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.New(cfg.Auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz, err := auth.NewAuthorizer(cfg.Auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	engine := feed.New(cat, feed.Options{})
+	defer engine.Close()
+	metrics := server.NewMetrics(engine)
+	srv := server.New(engine, server.Options{Logger: quiet, Authenticator: authn, Authorizer: authz, Metrics: metrics})
+	defer srv.Shutdown()
+	sites, err := httpServices{cfg: cfg, metrics: metrics, srv: srv, authn: authn, log: quiet}.bindHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sites.stop()
+	url := strings.TrimSuffix(sites.serve(), "/")
+	if len(sites.sites) != 1 {
+		t.Fatalf("%d HTTP servers; want one for the shared address", len(sites.sites))
+	}
+
+	// The pages under each registered path.
+	var profiles []string
+	for _, p := range pprof.Profiles() {
+		profiles = append(profiles, "/debug/pprof/"+p.Name()+"?debug=1")
+	}
+	under := map[string][]string{
+		"/debug/pprof/": append(profiles, "/debug/pprof/cmdline", "/debug/pprof/symbol",
+			"/debug/pprof/trace?seconds=1", "/debug/pprof/profile?seconds=1"),
+		"/": {"/assets/console.js", "/assets/console.css", "/api/session", "/api/tables",
+			"/api/snapshots?table=demo.orders", "/api/changes?table=demo.orders", "/api/live?table=demo.orders",
+			"/no/such/page"},
+	}
+	served := map[string]bool{}
+	for _, pattern := range sites.sites[0].patterns {
+		var open, closed []string
+		for _, path := range append([]string{pattern}, under[pattern]...) {
+			switch status, body := get(t, url+path, nil); status {
+			case http.StatusUnauthorized:
+				closed = append(closed, path)
+			case http.StatusOK:
+				open = append(open, path)
+			default:
+				t.Errorf("GET %s without credentials: %d %.100q; want 200 or 401", path, status, body)
+			}
+		}
+		if len(open) > 0 && len(closed) > 0 {
+			t.Errorf("under %s, %q are served without credentials and %q refused: the table cannot say so",
+				pattern, open, closed)
+		}
+		served[pattern] = len(open) > 0
+	}
+
+	rows := docmd.Table(t, doc, docmd.Read(t, doc), "path", "what", "without credentials")
+	listed := map[string]bool{}
+	for _, r := range rows {
+		switch {
+		case strings.HasPrefix(r[2], "served"):
+			listed[r[0]] = true
+		case strings.HasPrefix(r[2], "refused"):
+			listed[r[0]] = false
+		default:
+			t.Errorf("%s: %s: %q says neither served nor refused", doc, r[0], r[2])
+		}
+	}
+	if !maps.Equal(listed, served) {
+		t.Errorf("%s lists %v (path: served without credentials); the shared address serves %v", doc,
+			listed, served)
+	}
+	var open []string
+	for p, ok := range served {
+		if ok {
+			open = append(open, p)
+		}
+	}
+	if slices.Sort(open); !slices.Equal(open, []string{"/healthz", "/metrics"}) {
+		t.Errorf("served without credentials: %q; want /healthz and /metrics only", open)
 	}
 }
