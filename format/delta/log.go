@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -21,6 +23,10 @@ const (
 	snapshotCacheSize = 4
 	metadataCacheSize = 256
 )
+
+// DefaultCommitGrace is how long a read waits for the newest commit file
+// of a table to become whole (see WithCommitGrace).
+const DefaultCommitGrace = 5 * time.Second
 
 // incrementalLimit is the most commits a state is rolled forward by from a
 // cached one without listing the log first (a follower reading version
@@ -39,6 +45,14 @@ type Table struct {
 	// unknown): absolute file paths under it are read through fsys.
 	root string
 	mem  memory.Allocator
+
+	// grace is how long the newest commit file may stay incomplete.
+	grace time.Duration
+	// mu guards incomplete.
+	mu sync.Mutex
+	// incomplete holds, for each newest commit file found incomplete,
+	// when it was first found so: it is corrupt once grace has passed.
+	incomplete map[int64]time.Time
 
 	// The caches are safe for concurrent use on their own.
 	commits   *lru.Cache[int64, *Commit]
@@ -63,6 +77,20 @@ func WithRoot(root string) Option {
 	return func(t *Table) { t.root = root }
 }
 
+// WithCommitGrace sets how long the newest commit file of the table may be
+// incomplete (default DefaultCommitGrace). Writers normally publish a
+// commit file whole (put-if-absent, a rename), but a local writer, or an
+// object store that shows an object while it is written, can expose a
+// commit file half-written: it is not yet a commit. A read that finds the
+// newest commit file malformed reads it again, waiting longer each time,
+// until it parses or the grace, counted from when it was first found
+// malformed, has passed; then it is ErrCorrupt (at once for every later
+// read). A malformed older commit file is ErrCorrupt at once. 0: no
+// grace.
+func WithCommitGrace(d time.Duration) Option {
+	return func(t *Table) { t.grace = d }
+}
+
 // WithAllocator sets the allocator checkpoints are decoded with (default
 // memory.DefaultAllocator). Nothing decoded outlives a call.
 func WithAllocator(mem memory.Allocator) Option {
@@ -73,7 +101,8 @@ func WithAllocator(mem memory.Allocator) Option {
 // names the table in messages. It fails with ErrNotTable when there is no
 // _delta_log folder or the folder holds no commit and no checkpoint.
 func Open(ctx context.Context, fsys fs.FS, name string, opts ...Option) (*Table, error) {
-	t := &Table{fsys: fsys, name: name, mem: memory.DefaultAllocator}
+	t := &Table{fsys: fsys, name: name, mem: memory.DefaultAllocator, grace: DefaultCommitGrace,
+		incomplete: map[int64]time.Time{}}
 	for _, o := range opts {
 		o(t)
 	}

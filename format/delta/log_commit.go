@@ -73,11 +73,71 @@ func (t *Table) Commit(ctx context.Context, version int64) (*Commit, error) {
 }
 
 // commit returns version's commit, from the cache or its file. An error
-// wrapping fs.ErrNotExist means there is no such file.
+// wrapping fs.ErrNotExist means there is no such file. The newest commit
+// file, when malformed, is read again within the table's grace (see
+// WithCommitGrace).
 func (t *Table) commit(ctx context.Context, version int64) (*Commit, error) {
 	if c, ok := t.commits.Get(version); ok {
 		return c, nil
 	}
+	wait := commitRetryFirst
+	for {
+		c, err := t.readCommit(ctx, version)
+		var inc *incompleteError
+		if !errors.As(err, &inc) {
+			if err == nil {
+				t.settle(version)
+				t.commits.Add(version, c)
+			}
+			return c, err
+		}
+		left, newest, lerr := t.graceLeft(ctx, version)
+		switch {
+		case lerr != nil:
+			return nil, lerr
+		case !newest:
+			return nil, inc.corrupt("")
+		case left <= 0:
+			return nil, inc.corrupt(fmt.Sprintf(" (the newest commit file, still incomplete %s after it was "+
+				"first read: a writer must publish a commit file whole, or finish it within that time)", t.grace))
+		}
+		timer := time.NewTimer(min(wait, left))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		wait = min(2*wait, commitRetryMax)
+	}
+}
+
+// The waits between reads of an incomplete newest commit file: doubling
+// from the first to the longest.
+const (
+	commitRetryFirst = 25 * time.Millisecond
+	commitRetryMax   = time.Second
+)
+
+// incompleteError is a commit file that does not parse: a corrupt commit,
+// or the newest one while its writer is still writing it.
+type incompleteError struct {
+	table   string
+	version int64
+	file    string
+	err     error
+}
+
+func (e *incompleteError) Error() string { return e.corrupt("").Error() }
+
+// corrupt returns the file's error as ErrCorrupt, with more said after it.
+func (e *incompleteError) corrupt(more string) error {
+	return fmt.Errorf("%w: table %q, version %d: %s %w%s", ErrCorrupt, e.table, e.version, e.file, e.err, more)
+}
+
+// readCommit reads and parses version's commit file once. A file that does
+// not parse is an *incompleteError.
+func (t *Table) readCommit(ctx context.Context, version int64) (*Commit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -97,11 +157,38 @@ func (t *Table) commit(ctx context.Context, version int64) (*Commit, error) {
 	}
 	c, err := parseCommit(version, data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: table %q, version %d: %s %w", ErrCorrupt, t.name, version, name, err)
+		return nil, &incompleteError{table: t.name, version: version, file: name, err: err}
 	}
 	c.ModTime = info.ModTime()
-	t.commits.Add(version, c)
 	return c, nil
+}
+
+// graceLeft reports whether version is the newest of the log (a listing
+// of it), and how much of its grace is left: counted from the first time
+// it was found incomplete.
+func (t *Table) graceLeft(ctx context.Context, version int64) (time.Duration, bool, error) {
+	l, err := t.list(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	if version < l.latest() {
+		return 0, false, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first, ok := t.incomplete[version]
+	if !ok {
+		first = time.Now()
+		t.incomplete[version] = first
+	}
+	return t.grace - time.Since(first), true, nil
+}
+
+// settle forgets that version was found incomplete: it parsed.
+func (t *Table) settle(version int64) {
+	t.mu.Lock()
+	delete(t.incomplete, version)
+	t.mu.Unlock()
 }
 
 // parseCommit parses the content of version's commit file: one JSON action
