@@ -238,7 +238,7 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		if err == nil {
 			if st, statement := msg.(*flightgen.TicketStatementQuery); statement {
 				err = f.s.serveSQL(ctx, st.GetStatementHandle(), stream)
-			} else {
+			} else if err = sqlTicketError(msg); err == nil {
 				err = f.sql.DoGet(tkt, stream)
 			}
 		}

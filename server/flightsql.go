@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	flightgen "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -130,6 +131,34 @@ func arrowVersion() string {
 func unsupportedSQL(what string) error {
 	return badRequestf("%s is not supported: Sluice is a read-only change feed. %s; "+
 		"prepared statements without parameters and the catalog metadata calls work too", what, sqlSupported)
+}
+
+// sqlTicketError returns nil for a Flight SQL message DoGet serves as a
+// ticket (the metadata calls' commands, which their FlightInfo returns as
+// tickets), else the InvalidArgument that GetFlightInfo gives the same
+// feature: a ticket is what GetFlightInfo returned, and what Sluice does
+// not offer is refused alike whichever call carries it. A
+// TicketStatementQuery is served by serveSQL.
+func sqlTicketError(msg proto.Message) error {
+	switch msg.(type) {
+	case *flightgen.CommandGetCatalogs, *flightgen.CommandGetDbSchemas, *flightgen.CommandGetTables,
+		*flightgen.CommandGetTableTypes, *flightgen.CommandGetSqlInfo:
+		return nil
+	case *flightgen.CommandGetXdbcTypeInfo:
+		return unsupportedSQL("GetXdbcTypeInfo")
+	case *flightgen.CommandGetPrimaryKeys:
+		return unsupportedSQL("GetPrimaryKeys")
+	case *flightgen.CommandGetExportedKeys:
+		return unsupportedSQL("GetExportedKeys")
+	case *flightgen.CommandGetImportedKeys:
+		return unsupportedSQL("GetImportedKeys")
+	case *flightgen.CommandGetCrossReference:
+		return unsupportedSQL("GetCrossReference")
+	case *flightgen.CommandStatementSubstraitPlan:
+		return unsupportedSQL("Substrait")
+	}
+	return badRequestf("a Flight SQL %s is not a ticket: DoGet takes the ticket GetFlightInfo returned for it",
+		msg.ProtoReflect().Descriptor().Name())
 }
 
 // sqlHandle is the statement handle in a TicketStatementQuery: the query
