@@ -198,21 +198,6 @@ def subscribe(client: sluice.Client, args: argparse.Namespace) -> sluice.Subscri
             wait = min(wait * 2, args.max_backoff)
 
 
-def ack(b: sluice.FollowBatch, max_backoff: float) -> None:
-    """Acknowledge b's snapshot, waiting for flightd if it went away after
-    the graph took the snapshot (0.2 s, doubling up to max_backoff)."""
-    wait = 0.2
-    while True:
-        try:
-            b.ack()
-            return
-        except sluice.Unavailable as exc:
-            print(f"ack of snapshot {b.snapshot}: flightd unavailable ({exc.message}): again in {wait:.1f}s",
-                  file=sys.stderr, flush=True)
-            time.sleep(wait)
-            wait = min(wait * 2, max_backoff)
-
-
 def follow(client: sluice.Client, g: Any, args: argparse.Namespace, stats: Dict[str, int]) -> Optional[int]:
     """Follow the table into the graph until the target is reached (or
     forever); return the commit_seq the graph reflects."""
@@ -234,7 +219,9 @@ def follow(client: sluice.Client, g: Any, args: argparse.Namespace, stats: Dict[
                         g.query(DROP_UNSYNCED, {"snapshot": b.snapshot})
                         g.query(DROP_ALL_ORPHANS)
                     g.query(SET_SYNC, {"table": args.table, "snapshot": b.snapshot, "commit_seq": b.commit_seq})
-                    ack(b, args.max_backoff)
+                    # With reconnect=True, an ack that finds flightd gone
+                    # waits for it (0.2 s, doubling up to --max-backoff).
+                    b.ack()
                     applied = b.commit_seq
                     stats["snapshots"] += 1
             stop = target(args.until_commit_seq, args.until_file)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
-import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.flight as flight
 
+from ._wire import Headers, Wire, basic_credentials, header_list, parse_metadata
 from .errors import PYARROW_ERRORS, FailedPrecondition, Internal, InvalidArgument, from_exception, translated
 from .frames import to_pandas, to_polars
 from .request import change_request, encode
@@ -25,10 +24,6 @@ __all__ = ["DEFAULT_URI", "ChangeBatch", "Client", "FollowBatch", "Subscription"
 #: The address a Sluice server listens on by default.
 DEFAULT_URI = "grpc://127.0.0.1:8815"
 
-# The location that means "the server you asked" (Flight 15+).
-_REUSE_CONNECTION = "arrow-flight-reuse-connection://?"
-
-Headers = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 
 
 def normalize_uri(uri: str) -> str:
@@ -49,37 +44,6 @@ def normalize_uri(uri: str) -> str:
     if "://" not in uri:
         uri = "grpc://" + uri
     return uri
-
-
-def _header_list(token: Optional[str], headers: Optional[Headers]) -> List[Tuple[bytes, bytes]]:
-    out: List[Tuple[bytes, bytes]] = []
-    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
-    for k, v in items:
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise TypeError("headers must map str names to str values")
-        out.append((k.lower().encode("ascii"), v.encode("utf-8")))
-    if token is not None:
-        if not isinstance(token, str):
-            raise TypeError(f"token must be a str, not {type(token).__name__}")
-        if not token.strip():
-            raise InvalidArgument("token is empty: pass None to send no credentials")
-        if any(k == b"authorization" for k, _ in out):
-            raise InvalidArgument("give token or an authorization header, not both")
-        out.append((b"authorization", b"Bearer " + token.encode("utf-8")))
-    return out
-
-
-def _parse_metadata(buf: Optional[pa.Buffer]) -> Dict[str, Any]:
-    if buf is None or buf.size == 0:
-        return {}
-    raw = buf.to_pybytes()
-    try:
-        meta = json.loads(raw)
-    except ValueError as exc:
-        raise Internal(f"a batch's app_metadata is not JSON: {raw[:200]!r}") from exc
-    if not isinstance(meta, dict):
-        raise Internal(f"a batch's app_metadata is not a JSON object: {raw[:200]!r}")
-    return meta
 
 
 @dataclass(frozen=True)
@@ -154,6 +118,8 @@ class Client:
         timeout: Optional[float] = None,
         uri: Optional[str] = None,
         connect_kwargs: Optional[Mapping[str, Any]] = None,
+        user: Optional[str] = None,
+        password: Optional[str] = None,
     ) -> None:
         """Wrap an existing ``pyarrow.flight.FlightClient``.
 
@@ -169,20 +135,18 @@ class Client:
             uri: The server's URI, for display.
             connect_kwargs: ``pyarrow.flight.FlightClient`` arguments used
                 to connect to an endpoint served at another location.
+            user, password: Basic credentials (the server's
+                ``--auth-mode basic``): see :func:`sluice.connect`. The
+                Handshake runs here.
         """
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or timeout <= 0):
             raise TypeError("timeout must be a positive number of seconds or None")
-        self._flight = flight_client
-        self._headers = _header_list(token, headers)
-        self._timeout = timeout
+        header_items = header_list(token, headers)
+        basic = basic_credentials(user, password, token, header_items)
         self._uri = uri
-        self._connect_kwargs = dict(connect_kwargs or {})
-        # _lock guards _closed, _streams and _others.
-        self._lock = threading.Lock()
-        self._closed = False
-        self._streams: "weakref.WeakSet[flight.FlightStreamReader]" = weakref.WeakSet()
-        self._others: Dict[str, flight.FlightClient] = {}
+        self._wire = Wire(flight_client, header_items, basic=basic, timeout=timeout, connect_kwargs=connect_kwargs)
+        self._wire.authenticate()
 
     # -- plumbing ---------------------------------------------------------
 
@@ -190,60 +154,16 @@ class Client:
     def flight_client(self) -> flight.FlightClient:
         """The underlying ``pyarrow.flight.FlightClient`` (for calls this
         client does not wrap)."""
-        return self._flight
+        return self._wire.flight
 
     def call_options(self, unary: bool = True) -> flight.FlightCallOptions:
-        """Return the FlightCallOptions of a call: the headers, and for a
+        """Return the FlightCallOptions of a call: the headers (with basic
+        credentials, the bearer token of the last Handshake), and for a
         unary call the timeout."""
-        return flight.FlightCallOptions(
-            # pyarrow takes bytes as well as str (pyarrow-stubs say only str).
-            headers=self._headers or None,  # type: ignore[arg-type]
-            timeout=self._timeout if unary else None,
-        )
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise FailedPrecondition("the client is closed")
-
-    def _client_for(self, endpoint: flight.FlightEndpoint) -> flight.FlightClient:
-        """Return the Flight client that serves an endpoint's ticket."""
-        locations = [loc.uri.decode() if isinstance(loc.uri, bytes) else str(loc.uri)
-                     for loc in endpoint.locations]
-        if not locations or _REUSE_CONNECTION in locations:
-            return self._flight
-        uri = locations[0]
-        with self._lock:
-            self._check_open()
-            c = self._others.get(uri)
-            if c is None:
-                with translated():
-                    c = flight.FlightClient(uri, **self._connect_kwargs)
-                self._others[uri] = c
-            return c
-
-    def _track(self, stream: flight.FlightStreamReader) -> None:
-        with self._lock:
-            self._streams.add(stream)
-
-    def _untrack(self, stream: flight.FlightStreamReader) -> None:
-        with self._lock:
-            self._streams.discard(stream)
+        return self._wire.call_options(unary)
 
     def _action(self, name: str, body: Dict[str, Any]) -> Dict[str, Any]:
-        self._check_open()
-        results: List[bytes] = []
-        with translated():
-            for r in self._flight.do_action(flight.Action(name, encode(body)), options=self.call_options()):
-                results.append(r.body.to_pybytes())
-        if len(results) != 1:
-            raise Internal(f"action {name!r} returned {len(results)} results, want 1")
-        try:
-            result = json.loads(results[0])
-        except ValueError as exc:
-            raise Internal(f"action {name!r} returned a result that is not JSON: {results[0][:200]!r}") from exc
-        if not isinstance(result, dict):
-            raise Internal(f"action {name!r} returned a result that is not a JSON object: {results[0][:200]!r}")
-        return result
+        return self._wire.action(name, body)
 
     # -- change feeds -----------------------------------------------------
 
@@ -272,23 +192,17 @@ class Client:
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
                              net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
-        self._check_open()
-        with translated():
-            return self._flight.get_flight_info(flight.FlightDescriptor.for_command(encode(req)),
-                                                options=self.call_options())
+        descriptor = flight.FlightDescriptor.for_command(encode(req))
+        return self._wire.call(lambda options: self._wire.flight.get_flight_info(descriptor, options=options))
 
     def _chunks(self, info: flight.FlightInfo) -> Iterator[Tuple[Optional[pa.RecordBatch], Optional[pa.Buffer]]]:
         """Yield (batch, app_metadata) of every endpoint of a FlightInfo, in
         order. A failure at any point raises a SluiceError: the iterator
         never ends early without one."""
         schema = info.schema
+        wire = self._wire
         for endpoint in info.endpoints:
-            self._check_open()
-            client = self._client_for(endpoint)
-            with translated():
-                stream = client.do_get(endpoint.ticket, options=self.call_options(unary=False))
-            with self._lock:
-                self._streams.add(stream)
+            stream = wire.open_stream(endpoint.ticket, wire.client_for(endpoint))
             done = False
             try:
                 with translated():
@@ -300,13 +214,12 @@ class Client:
                             chunk = stream.read_chunk()
                         except StopIteration:
                             break
-                        if self._closed:
+                        if wire.closed:
                             raise FailedPrecondition("the client was closed during the read")
                         yield chunk.data, chunk.app_metadata
                 done = True
             finally:
-                with self._lock:
-                    self._streams.discard(stream)
+                wire.untrack(stream)
                 if not done:
                     # Abandoned or failed mid-stream: tell the server.
                     try:
@@ -356,7 +269,7 @@ class Client:
                 if empty is None:
                     empty = pa.RecordBatch.from_pylist([], schema=info.schema)
                 data = empty
-            yield ChangeBatch(data, _parse_metadata(meta))
+            yield ChangeBatch(data, parse_metadata(meta))
 
     def changes(
         self,
@@ -479,13 +392,11 @@ class Client:
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
                              net_changes, from_timestamp_ms, to_timestamp_ms, layout=layout)
-        self._check_open()
-        with translated():
-            result = self._flight.get_schema(flight.FlightDescriptor.for_command(encode(req)),
-                                             options=self.call_options())
-            # A SchemaResult (pyarrow-stubs say a Schema).
-            schema: pa.Schema = result.schema  # type: ignore[attr-defined]
-            return schema
+        descriptor = flight.FlightDescriptor.for_command(encode(req))
+        result = self._wire.call(lambda options: self._wire.flight.get_schema(descriptor, options=options))
+        # A SchemaResult (pyarrow-stubs say a Schema).
+        schema: pa.Schema = result.schema  # type: ignore[attr-defined]
+        return schema
 
     # -- control ----------------------------------------------------------
 
@@ -617,7 +528,8 @@ class Client:
                              identity, fold_updates, compression, layout)
         if not isinstance(max_backoff, (int, float)) or isinstance(max_backoff, bool) or max_backoff <= 0:
             raise TypeError("max_backoff must be a positive number of seconds")
-        return Subscription(self, req, heartbeats=heartbeats, reconnect=reconnect, max_backoff=float(max_backoff))
+        return Subscription(self, self._wire, req, heartbeats=heartbeats, reconnect=reconnect,
+                            max_backoff=float(max_backoff))
 
     def ack(self, consumer: str, table: str, snapshot: int) -> Dict[str, Any]:
         """Record, durably, that ``consumer`` has processed every change of
@@ -646,13 +558,22 @@ class Client:
         "snapshot", "timestamp_ms"}``): the current one, then one per new
         commit, as it lands. The iterator blocks between commits; it ends only
         with an error (or when the client is closed)."""
-        self._check_open()
         body = encode({"table": _table(table)})
+        wire = self._wire
+
+        def start(options: flight.FlightCallOptions) -> Tuple[Iterator[flight.Result], Optional[flight.Result]]:
+            # The first result (the current position) comes at once: a
+            # refused token is known by then.
+            results = iter(wire.flight.do_action(flight.Action("watch_commits", body), options=options))
+            return results, next(results, None)
+
+        results, first = wire.call(start, unary=False)
+        if first is None:
+            return
+        yield json.loads(first.body.to_pybytes())
         with translated():
-            results = self._flight.do_action(flight.Action("watch_commits", body),
-                                             options=self.call_options(unary=False))
             for r in results:
-                if self._closed:
+                if wire.closed:
                     return
                 yield json.loads(r.body.to_pybytes())
 
@@ -660,28 +581,12 @@ class Client:
 
     def close(self) -> None:
         """Cancel the open streams and close the connection. Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            streams = list(self._streams)
-            others = list(self._others.values())
-            self._others.clear()
-        for s in streams:
-            try:
-                s.cancel()
-            except Exception:  # noqa: BLE001 - best effort
-                pass
-        for c in [*others, self._flight]:
-            try:
-                c.close()
-            except Exception:  # noqa: BLE001 - best effort
-                pass
+        self._wire.close()
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
-        return self._closed
+        return self._wire.closed
 
     def __enter__(self) -> "Client":
         """Return the client; :meth:`close` it on exit."""
@@ -693,7 +598,7 @@ class Client:
 
     def __repr__(self) -> str:
         """Describe the client."""
-        state = "closed" if self._closed else "open"
+        state = "closed" if self._wire.closed else "open"
         return f"<sluice.Client {self._uri or '?'} {state}>"
 
 
@@ -715,6 +620,8 @@ def connect(
     uri: str = DEFAULT_URI,
     token: Optional[str] = None,
     *,
+    user: Optional[str] = None,
+    password: Optional[str] = None,
     headers: Optional[Headers] = None,
     timeout: Optional[float] = None,
     **kwargs: Any,
@@ -726,6 +633,17 @@ def connect(
             ``host:port``. Default: ``grpc://127.0.0.1:8815``.
         token: Bearer token, sent as ``authorization: Bearer <token>`` on
             every call.
+        user, password: Basic credentials, for a server with
+            ``--auth-mode basic`` (not with ``token``). ``connect`` runs the
+            Flight basic-auth Handshake (wrong credentials raise
+            :class:`sluice.Unauthenticated`, an unreachable server
+            :class:`sluice.Unavailable`), and every call sends the bearer
+            token it returns. A call whose token the server refuses (it
+            expired, or the server restarted without
+            ``--auth-secret-file``) runs the Handshake again and is made
+            once more, so a long-running client keeps working. The password
+            crosses the network on every Handshake: use TLS beyond a
+            trusted network.
         headers: Extra headers sent on every call.
         timeout: Timeout in seconds of each planning and control call
             (streams are not bounded by it).
@@ -735,13 +653,13 @@ def connect(
             ``generic_options``, ...
 
     Returns:
-        A :class:`Client`. The connection is made lazily: an unreachable
-        server is reported (as :class:`sluice.Unavailable`) by the first
-        call.
+        A :class:`Client`. Without basic credentials the connection is made
+        lazily: an unreachable server is reported (as
+        :class:`sluice.Unavailable`) by the first call.
     """
     uri = normalize_uri(uri)
     # Validate the options before opening a channel.
-    _header_list(token, headers)
+    basic_credentials(user, password, token, header_list(token, headers))
     try:
         fc = flight.FlightClient(uri, **kwargs)
     except PYARROW_ERRORS as exc:
@@ -750,7 +668,7 @@ def connect(
         raise InvalidArgument(f"cannot connect to {uri}: {from_exception(exc).message}") from exc
     try:
         return Client(fc, token=token, headers=headers, timeout=timeout,
-                      uri=uri, connect_kwargs=kwargs)
+                      uri=uri, connect_kwargs=kwargs, user=user, password=password)
     except BaseException:
         fc.close()
         raise

@@ -4,14 +4,14 @@ progress."""
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from .errors import FailedPrecondition, InvalidArgument, SluiceError, Unavailable, translated
+from ._wire import Wire, parse_metadata
+from .errors import Cancelled, FailedPrecondition, InvalidArgument, SluiceError, Unavailable, translated
 from .frames import to_pandas, to_polars
 from .request import change_request, encode
 
@@ -154,12 +154,22 @@ class FollowBatch:
         with the same consumer resumes right after it. The server stores it
         durably before it answers.
 
+        With ``reconnect=True``, an ack survives an outage as the stream
+        does: while the server cannot be reached (``UNAVAILABLE``) it is
+        sent again after the subscription's backoff until the server
+        records it, whether the stream has reconnected yet or not (an ack
+        names its snapshot, not a stream). Without ``reconnect``, an
+        unreachable server raises at once.
+
         Returns:
             The consumer's progress (see :meth:`Client.consumer_progress`).
 
         Raises:
             FailedPrecondition: the batch is not a checkpoint (its snapshot
                 is not complete), or the subscription has no consumer.
+            Cancelled: the subscription was closed while the ack waited for
+                the server: it was not delivered.
+            SluiceError: the server refused the ack; it was not recorded.
         """
         sub = self._subscription
         if sub is None or sub.consumer is None:
@@ -167,7 +177,7 @@ class FollowBatch:
         snapshot = self.snapshot
         if not self.snapshot_complete or self.heartbeat or snapshot is None:
             raise FailedPrecondition("only a batch whose snapshot_complete is true is a checkpoint to acknowledge")
-        return sub.client.ack(sub.consumer, sub.table, snapshot)
+        return sub._ack(snapshot)
 
 
 class Subscription:
@@ -194,19 +204,22 @@ class Subscription:
             (heartbeats included).
     """
 
-    def __init__(self, client: "Client", req: Dict[str, Any], *, heartbeats: bool, reconnect: bool,
+    def __init__(self, client: "Client", wire: Wire, req: Dict[str, Any], *, heartbeats: bool, reconnect: bool,
                  max_backoff: float) -> None:
         self.client = client
         self.table: str = req["table"]
         self.consumer: Optional[str] = req.get("consumer")
+        self._wire = wire
         self._req = req
         self._heartbeats = heartbeats
         self._reconnect = reconnect
         self._max_backoff = max_backoff
-        # _lock guards _stream and _closed.
+        # _lock guards _stream and _closed; _closing is set with _closed,
+        # and wakes the waits between reconnects and between ack attempts.
         self._lock = threading.Lock()
         self._stream: Optional[flight.FlightStreamReader] = None
         self._closed = False
+        self._closing = threading.Event()
         self._iter: Optional[Iterator[FollowBatch]] = None
         self.reconnects = 0
         self.redelivered_batches = 0
@@ -252,16 +265,30 @@ class Subscription:
             self._resume = ("from-snapshot-full", snapshot)
 
     def _open(self) -> None:
-        self.client._check_open()
-        with translated():
-            stream = self.client.flight_client.do_get(flight.Ticket(encode(self._request())),
-                                                      options=self.client.call_options(unary=False))
+        stream = self._wire.open_stream(flight.Ticket(encode(self._request())))
         with self._lock:
-            if self._closed:
-                stream.cancel()
-                raise FailedPrecondition("the subscription is closed")
-            self._stream = stream
-        self.client._track(stream)
+            if not self._closed:
+                self._stream = stream
+                return
+        self._wire.untrack(stream)
+        stream.cancel()
+        raise FailedPrecondition("the subscription is closed")
+
+    def _ack(self, snapshot: int) -> Dict[str, Any]:
+        """Deliver an ack of snapshot, through an outage with reconnect."""
+        body = {"consumer": self.consumer, "table": self.table, "snapshot": snapshot}
+        backoff = _FIRST_BACKOFF
+        while True:
+            try:
+                return self._wire.action("ack", body)
+            except Unavailable as exc:
+                if not self._reconnect:
+                    raise
+                if self._closing.wait(backoff):
+                    raise Cancelled(f"the ack of snapshot {snapshot} for consumer {self.consumer!r} on "
+                                    f"{self.table} was not delivered: the subscription was closed while the "
+                                    f"server was unreachable ({exc.message})") from exc
+            backoff = min(backoff * 2, self._max_backoff)
 
     def _current(self) -> flight.FlightStreamReader:
         """The stream open now (``_open`` sets it before the constructor
@@ -272,8 +299,6 @@ class Subscription:
         return stream
 
     def _batches(self) -> Iterator[FollowBatch]:
-        from .client import _parse_metadata  # noqa: PLC0415 - avoid an import cycle
-
         backoff = _FIRST_BACKOFF
         while True:
             stream = self._current()
@@ -289,7 +314,7 @@ class Subscription:
                         if self._closed:
                             return
                         backoff = _FIRST_BACKOFF
-                        meta = _parse_metadata(chunk.app_metadata)
+                        meta = parse_metadata(chunk.app_metadata)
                         self.last_metadata = meta
                         data = chunk.data
                         if data is None:
@@ -308,15 +333,14 @@ class Subscription:
                 if not (self._reconnect and (isinstance(exc, Unavailable) or schema_changed)):
                     raise
             finally:
-                self.client._untrack(stream)
+                self._wire.untrack(stream)
             # Reconnect: at once for a new schema, else after a backoff.
             self._redeliver_upto = self._delivered_seq
             wait = 0.0 if schema_changed else backoff
             while True:
-                time.sleep(wait)
-                wait = backoff = min(backoff * 2, self._max_backoff)
-                if self._closed:
+                if self._closing.wait(wait):
                     return
+                wait = backoff = min(backoff * 2, self._max_backoff)
                 self.reconnects += 1
                 try:
                     self._open()
@@ -355,6 +379,7 @@ class Subscription:
         """Cancel the stream. Idempotent; safe from another thread."""
         with self._lock:
             self._closed = True
+            self._closing.set()
             stream = self._stream
         if stream is not None:
             try:

@@ -7,9 +7,10 @@ the real server.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Set
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -99,15 +100,83 @@ class RecordHeaders(flight.ServerMiddlewareFactory):
         return None
 
 
-class FakeSluice(flight.FlightServerBase):
-    """Plays Sluice with two endpoints per window."""
+USER, PASSWORD = "alice", "correct horse battery staple"
 
-    def __init__(self, **kwargs: Any) -> None:
+
+class BearerHeader(flight.ServerMiddleware):
+    """Sends the token a Handshake issued back as its response header."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def sending_headers(self):
+        return {"authorization": f"Bearer {self.token}"}
+
+
+class BasicAuth(flight.ServerMiddlewareFactory):
+    """The basic-auth Handshake and the bearer tokens it issues, as flightd
+    in mode basic without --auth-secret-file: restart() draws a new secret,
+    and every token issued before is refused. Methods in ``refuse`` are
+    refused even with a valid token."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secret = 0
+        self.handshakes = 0
+        self.refuse: Set[Any] = set()
+        self._lock = threading.Lock()
+
+    def restart(self) -> None:
+        with self._lock:
+            self.secret += 1
+
+    def start_call(self, info, headers):
+        auth = (headers.get("authorization") or [""])[0]
+        with self._lock:
+            if info.method == flight.FlightMethod.HANDSHAKE:
+                want = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+                if auth != want:
+                    raise flight.FlightUnauthenticatedError("wrong user name or password")
+                self.handshakes += 1
+                return BearerHeader(f"tok-{self.secret}-{self.handshakes}")
+            if not auth.startswith(f"Bearer tok-{self.secret}-"):
+                raise flight.FlightUnauthenticatedError("unknown bearer token")
+            if info.method in self.refuse:
+                raise flight.FlightUnauthenticatedError("refused by the test")
+        return None
+
+
+class NoAuthHandler(flight.ServerAuthHandler):
+    """Lets the Handshake through to the middleware (pyarrow needs an auth
+    handler to serve it)."""
+
+    def authenticate(self, outgoing, incoming):
+        pass
+
+    def is_valid(self, token):
+        return ""
+
+
+class FakeSluice(flight.FlightServerBase):
+    """Plays Sluice with two endpoints per window. With basic=True it also
+    plays mode basic (see BasicAuth, as self.basic)."""
+
+    def __init__(self, basic: bool = False, **kwargs: Any) -> None:
         self.headers = RecordHeaders()
-        super().__init__("grpc://127.0.0.1:0", middleware={"headers": self.headers}, **kwargs)
+        middleware: Dict[str, flight.ServerMiddlewareFactory] = {"headers": self.headers}
+        self.basic: Optional[BasicAuth] = None
+        if basic:
+            self.basic = BasicAuth()
+            middleware["auth"] = self.basic
+            kwargs["auth_handler"] = NoAuthHandler()
+        super().__init__("grpc://127.0.0.1:0", middleware=middleware, **kwargs)
         self.commands: List[Dict[str, Any]] = []
         self.actions: List[Any] = []
         self.streams: List[Dict[str, Any]] = []  # stream requests, in order
+        # Called when follow.flaky breaks off (a restart, say).
+        self.on_break: Callable[[], None] = lambda: None
+        # The number of acks still to refuse with UNAVAILABLE.
+        self.acks_unavailable = 0
 
     def _request(self, raw: bytes) -> Dict[str, Any]:
         req = json.loads(raw)
@@ -171,6 +240,7 @@ class FakeSluice(flight.FlightServerBase):
             if after < 2:
                 yield change_batch([3], 2), meta(2, False, 1)
                 if req["table"] == "follow.flaky" and first:
+                    self.on_break()
                     raise flight.FlightUnavailableError("server shutting down")
                 yield change_batch([4], 2), meta(2, True, 1)
         return flight.GeneratorStream(SCHEMA, gen())
@@ -222,6 +292,9 @@ class FakeSluice(flight.FlightServerBase):
         if action.type == "explain":
             return [json.dumps({"table": "a.b", "request": json.loads(body), "snapshots": []}).encode()]
         if action.type == "ack":
+            if self.acks_unavailable > 0:
+                self.acks_unavailable -= 1
+                raise flight.FlightUnavailableError("server shutting down")
             req = json.loads(body)
             return [json.dumps({**req, "commit_seq": req["snapshot"], "lag_commits": 0}).encode()]
         if action.type == "consumer_progress":
@@ -244,6 +317,15 @@ class FakeSluice(flight.FlightServerBase):
 @pytest.fixture
 def server():
     srv = FakeSluice()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+
+
+@pytest.fixture
+def basic_server():
+    srv = FakeSluice(basic=True)
     try:
         yield srv
     finally:

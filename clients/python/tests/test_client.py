@@ -197,10 +197,10 @@ def test_closing_the_client_ends_open_streams_with_an_error(server):
 def test_dropping_a_reader_releases_its_stream(client):
     reader = client.changes("a.b")
     reader.read_next_batch()
-    assert len(client._streams) == 1
+    assert len(client._wire._streams) == 1
     del reader
     gc.collect()
-    assert len(client._streams) == 0
+    assert len(client._wire._streams) == 0
 
 
 def test_unreachable_server_is_unavailable():
