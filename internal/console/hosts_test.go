@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicefeed/sluice/internal/console"
 )
@@ -17,7 +19,11 @@ import (
 // host), and returns its status and body.
 func (f *fixture) send(t *testing.T, path string, headers map[string]string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, f.url+path, nil)
+	// A bound on the request: a live stream that was let through never
+	// ends by itself.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

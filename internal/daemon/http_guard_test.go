@@ -107,7 +107,7 @@ func TestSharedAddressPprof(t *testing.T) {
 	flags, tok := tokenFlags(t)
 	url := runHTTP(t, append(flags, "--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--pprof")...)
 	for _, path := range []string{"debug/pprof/cmdline", "debug/pprof/", "debug/pprof/goroutine?debug=1",
-		"debug/pprof/heap", "debug/pprof/symbol", "debug/pprof/trace?seconds=0", "debug/pprof/profile?seconds=0"} {
+		"debug/pprof/heap", "debug/pprof/symbol", "debug/pprof/trace?seconds=1", "debug/pprof/profile?seconds=1"} {
 		status, body := get(t, url+path, nil)
 		if status != http.StatusUnauthorized || strings.Contains(body, "--auth-tokens-file") {
 			t.Errorf("GET /%s without credentials: %d %.100q; want 401", path, status, body)
