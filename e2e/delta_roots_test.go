@@ -96,7 +96,8 @@ func TestDeltaSymlinks(t *testing.T) {
 // TestDeltaRootIsTable: --delta-root given a table's own folder (one that
 // holds _delta_log), a newcomer's first try, serves that table as
 // delta.<folder> and says so in the log, rather than start cleanly and
-// serve nothing. A misspelled Delta name gets a "did you mean".
+// serve nothing. A misspelled Delta name gets a "did you mean", and a
+// window past the latest version names the latest.
 func TestDeltaRootIsTable(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "orders")
 	copyTree(t, filepath.Join(deltaFixtureDir, "cdf-table-simple"), dir)
@@ -112,6 +113,9 @@ func TestDeltaRootIsTable(t *testing.T) {
 	}
 	_, err := countChanges(ctx, c, sluice.ChangeRequest{Table: "delta.order"})
 	wantCode(t, err, codes.NotFound, "did you mean delta.orders?")
+	// --to past the latest version names the latest.
+	_, err = countChanges(ctx, c, sluice.ChangeRequest{Table: "delta.orders", ToSnapshot: ptr(40)})
+	wantCode(t, err, codes.NotFound, "past the latest version, 2")
 }
 
 // TestDeltaDidYouMean: a misspelled Delta table name is NotFound with the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/apache/iceberg-go/table"
 )
@@ -255,6 +256,16 @@ func (h History) EarliestHint() string {
 	return fmt.Sprintf(" (its first snapshot is %d)", h.Snapshots[0].ID)
 }
 
+// rangeHint is EarliestHint with the latest snapshot too: what a window
+// may name.
+func (h History) rangeHint() string {
+	n := len(h.Snapshots)
+	if n == 0 {
+		return " (it has no snapshots)"
+	}
+	return strings.TrimSuffix(h.EarliestHint(), ")") + fmt.Sprintf("; its latest snapshot is %d)", h.Snapshots[n-1].ID)
+}
+
 // NoSnapshot, as a window's end, names the empty state of a table before its
 // first snapshot (Iceberg's "no current snapshot" id).
 const NoSnapshot int64 = -1
@@ -285,8 +296,12 @@ func resolveWindow(name string, tbl Table, req Request) (window, error) {
 				return window{}, fmt.Errorf("%w: to_snapshot %d of table %s has expired%s",
 					ErrResyncRequired, *req.ToSnapshot, name, main.EarliestHint())
 			}
+			if n := len(main.Snapshots); n > 0 && tbl.Format() == FormatDelta && *req.ToSnapshot > main.Snapshots[n-1].ID {
+				return window{}, fmt.Errorf("%w: to_snapshot %d is not a snapshot of table %s: it is past the latest version, %d",
+					ErrSnapshotNotFound, *req.ToSnapshot, name, main.Snapshots[n-1].ID)
+			}
 			return window{}, fmt.Errorf("%w: to_snapshot %d is not a snapshot of table %s%s",
-				ErrSnapshotNotFound, *req.ToSnapshot, name, main.EarliestHint())
+				ErrSnapshotNotFound, *req.ToSnapshot, name, main.rangeHint())
 		}
 		head = req.ToSnapshot
 	case req.ToTimestampMs != nil:
@@ -347,7 +362,7 @@ func resolveWindow(name string, tbl Table, req Request) (window, error) {
 				ErrResyncRequired, from, name, hist.EarliestHint())
 		default:
 			return window{}, fmt.Errorf("%w: from_snapshot %d is not a snapshot of table %s%s",
-				ErrSnapshotNotFound, from, name, hist.EarliestHint())
+				ErrSnapshotNotFound, from, name, main.rangeHint())
 		}
 	case req.FromTimestampMs != nil:
 		i := slices.IndexFunc(lineage, func(s Snapshot) bool { return s.TimestampMs > *req.FromTimestampMs })
