@@ -56,6 +56,9 @@ func (s *Session) start(ctx context.Context, plan *pb.Plan, what string) (*opera
 		cancel()
 		return nil, classify(err, what)
 	}
+	if s.onStart != nil {
+		s.onStart(id, what)
+	}
 	return &operation{s: s, id: id, what: what, ctx: ctx, cancel: cancel, stream: stream}, nil
 }
 
@@ -135,6 +138,9 @@ func (o *operation) close() {
 		o.s.log.Warn("spark: interrupting an abandoned operation failed", "remote", o.s.remote.String(),
 			"operation", o.id, "err", err)
 		return
+	}
+	if o.s.onInterrupt != nil {
+		o.s.onInterrupt(o.id, ids)
 	}
 	o.s.log.Info("spark: interrupted an abandoned operation", "remote", o.s.remote.String(),
 		"operation", o.id, "interrupted", ids)

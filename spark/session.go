@@ -47,6 +47,10 @@ type Session struct {
 
 	mu      sync.Mutex // guards version
 	version string     // the server's version, once asked
+
+	// Test hooks: an operation started, an interrupt answered.
+	onStart     func(id, statement string)
+	onInterrupt func(id string, interrupted []string)
 }
 
 // Dial opens a session on the Spark Connect server that uri names (see

@@ -61,11 +61,16 @@ func Lookup(t testing.TB, env string) Install {
 	return in
 }
 
-// ReadInstall reads the install in dir.
+// ReadInstall reads the install in dir; a relative dir is taken from
+// the module's root (where go.mod is), as the Makefile names it.
 func ReadInstall(dir string) (Install, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return Install{}, err
+	abs := dir
+	if !filepath.IsAbs(dir) {
+		root, err := moduleRoot()
+		if err != nil {
+			return Install{}, err
+		}
+		abs = filepath.Join(root, dir)
 	}
 	if _, err := os.Stat(filepath.Join(abs, ".installed")); err != nil {
 		return Install{}, fmt.Errorf("not a complete Spark Connect install (run internal/testsvc/sparkconnect/install.sh): %w", err)
@@ -277,7 +282,7 @@ func startProcess(dir string, argv []string) (*process, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+filepath.Join(filepath.Dir(argv[0]), "python"))
-	p := &process{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{}), began: time.Now()}
+	p := &process{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = sysProcAttr()
 	// Pdeathsig fires when the thread that forked exits: fork from a
@@ -368,4 +373,22 @@ func tail(s string) string {
 		return "..." + s[len(s)-8000:]
 	}
 	return s
+}
+
+// moduleRoot is the directory of go.mod, from the working directory up.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
 }
