@@ -193,6 +193,42 @@ except adbc_driver_manager.Error as e:
 	})
 }
 
+// TestFlightSQLADBCDisconnect: the ADBC driver closes its Flight session
+// (a CloseSession action) whenever a connection closes; flightd, which
+// keeps no session, says it is closed and logs no failed call.
+func TestFlightSQLADBCDisconnect(t *testing.T) {
+	fix := writeEvents(t, 2, 5)
+	// A failed call is logged at info.
+	srv := startFlightd(t, "--warehouse", fix.Warehouse, "--log-level", "info")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	db, err := adbcflightsql.NewDriver(mem).NewDatabase(map[string]string{adbc.OptionKeyURI: srv.URI()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for range 2 {
+		cnxn, err := db.Open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows := adbcRows(t, ctx, cnxn, `SELECT id FROM table_changes('e2e.events')`); len(rows) == 0 {
+			t.Fatal("no rows read before the disconnect")
+		}
+		if err := cnxn.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Close returns once the session is closed: a failure is logged by then.
+	for _, line := range strings.Split(srv.logs(), "\n") {
+		if strings.Contains(line, "CloseSession") || strings.Contains(line, "call failed") {
+			t.Errorf("flightd logged: %s", line)
+		}
+	}
+}
+
 // adbcRows runs a query through ADBC, returning its rows as JSON lines.
 func adbcRows(t *testing.T, ctx context.Context, cnxn adbc.Connection, query string) []string {
 	t.Helper()

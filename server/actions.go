@@ -124,6 +124,18 @@ func (f *flightService) DoAction(act *flight.Action, stream flight.FlightService
 		}
 		return nil
 	}
+	if sessionActions[name] {
+		res, err := sessionAction(act)
+		if err == nil {
+			if err = stream.Send(res); err != nil {
+				err = sendError(ctx, err)
+			}
+		}
+		if err != nil {
+			return f.s.fail(ctx, call, err)
+		}
+		return nil
+	}
 	i := slices.IndexFunc(actionTypes, func(a *flight.ActionType) bool { return a.Type == name })
 	if i < 0 {
 		names := make([]string, len(actionTypes))
