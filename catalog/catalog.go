@@ -16,9 +16,12 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/hadoop"
 	icesql "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	_ "modernc.org/sqlite" // the pure-Go "sqlite" database/sql driver
+
+	"github.com/sluicefeed/sluice/internal/storage"
 )
 
 // sqliteBusyTimeoutMs is how long a SQLite catalog call waits for a lock
@@ -246,6 +249,30 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 		return nil, c.classify(name, err)
 	}
 	return tbl, nil
+}
+
+// Confine returns tbl, a table of the catalog, for reading: its files
+// under a local warehouse are read inside it (storage.ConfineIO), so that
+// none resolves out of the warehouse unless FollowSymlinks. The table it
+// returns reads only (it has no catalog to commit to, and its file IO
+// offers reads alone); writers use LoadTable's.
+func (c *Catalog) Confine(tbl *table.Table) *table.Table {
+	dir, ok := c.cfg.LocalWarehouse()
+	if !ok || c.cfg.FollowSymlinks {
+		return tbl
+	}
+	l, err := storage.OpenLocal(dir, dir, storage.LocalOptions{Setting: FollowSymlinksSettingCatalog})
+	if err != nil {
+		return tbl
+	}
+	fsF := func(ctx context.Context) (iceio.IO, error) {
+		fsys, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return storage.ConfineIO(fsys, l), nil
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, nil)
 }
 
 // ListTables returns the names of every table in every namespace, sorted.

@@ -76,7 +76,20 @@ type Config struct {
 	// then creates the warehouse directory and the catalog file. flightd's
 	// --create-catalog.
 	Create bool `yaml:"create"`
+	// FollowSymlinks reads what symbolic links in a local warehouse point
+	// to outside it (flightd's --catalog-follow-symlinks; YAML
+	// catalog.follow_symlinks). Default false: a file of a table that lies
+	// in the warehouse but resolves out of it fails its read with
+	// FAILED_PRECONDITION naming it and this setting, as a Delta root's
+	// files do (delta.follow_symlinks). Files a table's metadata names
+	// outside the warehouse (a table created with a location of its own)
+	// are read where they are.
+	FollowSymlinks bool `yaml:"follow_symlinks"`
 }
+
+// FollowSymlinksSettingCatalog is the name of Config.FollowSymlinks in
+// messages.
+const FollowSymlinksSettingCatalog = "catalog.follow_symlinks"
 
 // WithDefaults returns c with every unset field set to its default.
 func (c Config) WithDefaults() Config {

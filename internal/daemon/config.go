@@ -61,7 +61,8 @@ type Config struct {
 	Listen string `yaml:"listen"`
 	// Catalog selects the catalog (--catalog-type, --catalog-uri,
 	// --catalog-name, --warehouse, --create-catalog, --catalog-property,
-	// --catalog-properties-file, --catalog-start-timeout). flightd checks
+	// --catalog-properties-file, --catalog-start-timeout,
+	// --catalog-follow-symlinks). flightd checks
 	// it with catalog.Preflight before it opens it, warns about property
 	// names iceberg-go does not read, and retries a catalog unavailable at
 	// start for up to its StartTimeout.

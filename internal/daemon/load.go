@@ -87,6 +87,8 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	fs.StringVar(&c.Catalog.Name, "catalog-name", c.Catalog.Name, "catalog name (the name writers used)")
 	fs.BoolVar(&c.Catalog.Create, "create-catalog", c.Catalog.Create,
 		"create the warehouse and the catalog file when absent, even beside other catalogs' files")
+	fs.BoolVar(&c.Catalog.FollowSymlinks, "catalog-follow-symlinks", c.Catalog.FollowSymlinks,
+		"read what symbolic links in a local warehouse point to outside it")
 	fs.Var((*propertiesFlag)(&c.Catalog.Properties), "catalog-property",
 		"a catalog `name=value` property (repeatable; a value may be ${env:NAME} or ${file:PATH}; env SLUICE_CATALOG_PROPERTIES, comma-separated)")
 	fs.StringVar(&c.Catalog.PropertiesFile, "catalog-properties-file", c.Catalog.PropertiesFile,
@@ -354,13 +356,14 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		cfg.HTTP.AllowedHosts = splitList(v)
 	}
 	bools := map[string]*bool{
-		"SLUICE_PPROF":                 &cfg.Pprof,
-		"SLUICE_REFLECTION":            &cfg.Reflection,
-		"SLUICE_DEMO":                  &cfg.Demo,
-		"SLUICE_CREATE_CATALOG":        &cfg.Catalog.Create,
-		"SLUICE_ALLOW_PUBLIC_METRICS":  &cfg.AllowPublicMetrics,
-		"SLUICE_WATCH_FILES":           &cfg.Follow.WatchFiles,
-		"SLUICE_DELTA_FOLLOW_SYMLINKS": &cfg.Delta.FollowSymlinks,
+		"SLUICE_PPROF":                   &cfg.Pprof,
+		"SLUICE_REFLECTION":              &cfg.Reflection,
+		"SLUICE_DEMO":                    &cfg.Demo,
+		"SLUICE_CREATE_CATALOG":          &cfg.Catalog.Create,
+		"SLUICE_ALLOW_PUBLIC_METRICS":    &cfg.AllowPublicMetrics,
+		"SLUICE_WATCH_FILES":             &cfg.Follow.WatchFiles,
+		"SLUICE_DELTA_FOLLOW_SYMLINKS":   &cfg.Delta.FollowSymlinks,
+		"SLUICE_CATALOG_FOLLOW_SYMLINKS": &cfg.Catalog.FollowSymlinks,
 	}
 	for k, p := range bools {
 		if v, ok := env[k]; ok {

@@ -290,11 +290,15 @@ func logSurvey(log *slog.Logger, sv catalog.Survey) {
 	}
 }
 
-// LoadTable loads the table, and suggests others, of both formats, when it
-// is not found.
+// LoadTable loads the table for reading (its files in a local warehouse
+// confined to it: catalog.Confine), and suggests others, of both formats,
+// when it is not found.
 func (s *suggestingTables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
 	tbl, err := s.Catalog.LoadTable(ctx, name)
-	if err == nil || !errors.Is(err, catalog.ErrTableNotFound) {
+	if err == nil {
+		return s.Catalog.Confine(tbl), nil
+	}
+	if !errors.Is(err, catalog.ErrTableNotFound) {
 		return tbl, err
 	}
 	p, ok := auth.FromContext(ctx)

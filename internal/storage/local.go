@@ -3,12 +3,16 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	iceio "github.com/apache/iceberg-go/io"
 )
 
 // ErrOutsideRoot reports a local file or folder that lies inside a root
@@ -175,4 +179,70 @@ func (l *Local) outside(full, real string) error {
 	return &Error{Kind: ErrOutsideRoot, Location: full,
 		Reason: fmt.Sprintf("it resolves through a symbolic link to %s, outside the root %s, so it is not "+
 			"read: set %s: true to follow symbolic links out of the root", real, l.root, setting)}
+}
+
+// ConfineIO returns fsys, a table's file IO, with the files that lie under
+// the folder of l (by their path: an absolute path or a file: URL) read
+// through l, so that none of them resolves outside l's root unless l
+// follows links. Other files (on object storage, or local files outside
+// the folder) are read through fsys as before. It is how the files of a
+// local Iceberg warehouse are confined to it.
+func ConfineIO(fsys iceio.IO, l *Local) iceio.IO { return confinedIO{io: fsys, l: l} }
+
+// confinedIO is an IO whose files under a Local are read through it.
+type confinedIO struct {
+	io iceio.IO
+	l  *Local
+}
+
+func (c confinedIO) Open(name string) (iceio.File, error) {
+	rel, ok := c.l.under(name)
+	if !ok {
+		return c.io.Open(name)
+	}
+	f, err := c.l.open("open", rel)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (c confinedIO) Remove(name string) error { return c.io.Remove(name) }
+
+// ReadFile reads a whole file (iceberg-go reads metadata this way when the
+// IO offers it).
+func (c confinedIO) ReadFile(name string) ([]byte, error) {
+	if rel, ok := c.l.under(name); ok {
+		return fs.ReadFile(c.l, rel)
+	}
+	if rf, ok := c.io.(iceio.ReadFileIO); ok {
+		return rf.ReadFile(name)
+	}
+	f, err := c.io.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// under returns the path of name, an absolute local path or a file: URL,
+// relative to the folder of l, when it lies under it.
+func (l *Local) under(name string) (string, bool) {
+	p := name
+	if strings.HasPrefix(name, "file:") {
+		u, err := url.Parse(name)
+		if err != nil || u.Host != "" && u.Host != "localhost" {
+			return "", false
+		}
+		p = u.Path
+	}
+	if !filepath.IsAbs(p) {
+		return "", false
+	}
+	rel, err := filepath.Rel(l.Dir(), filepath.Clean(p))
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
 }
