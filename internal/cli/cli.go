@@ -27,7 +27,7 @@ type IO struct {
 	// StdoutTTY and StderrTTY say whether the streams are terminals: tables
 	// and colors for a terminal on stdout, progress on stderr.
 	StdoutTTY, StderrTTY bool
-	// Getenv reads the environment (SLUICE_URI, SLUICE_TOKEN,
+	// Getenv reads the environment (SLUICE_URI, SLUICE_TOKEN, SLUICE_TOKEN_FILE,
 	// SLUICE_USER, SLUICE_PASSWORD, NO_COLOR); nil reads none.
 	Getenv func(string) string
 }
