@@ -39,7 +39,7 @@ type operation struct {
 	cancel  context.CancelFunc
 	stream  grpc.ServerStreamingClient[pb.ExecutePlanResponse]
 	pending []arrow.RecordBatch // decoded, not yet returned
-	// complete: the server sent ResultComplete; ended: the server ended
+	// complete: the server ended the result (status OK); ended: it ended
 	// the operation (complete or with an error), nothing to interrupt.
 	complete, ended bool
 }
@@ -63,20 +63,21 @@ func (s *Session) start(ctx context.Context, plan *pb.Plan, what string) (*opera
 }
 
 // next returns the operation's next batch, which the caller releases;
-// errEndOfResult once the result is complete. A stream that ends without
-// the server's ResultComplete is ErrUnavailable: never a result that only
-// looks complete.
+// errEndOfResult once the server ended the result with status OK. A
+// stream that breaks (a server that dies, a connection reset) is
+// ErrUnavailable: never a result that only looks complete.
 func (o *operation) next() (arrow.RecordBatch, error) {
 	for len(o.pending) == 0 {
-		if o.complete && o.ended {
+		if o.ended && o.complete {
 			return nil, errEndOfResult
 		}
 		resp, err := o.stream.Recv()
 		if errors.Is(err, io.EOF) {
-			o.ended = true
-			if !o.complete {
-				return nil, fmt.Errorf("%w: %s ended the result of %s before it was complete", ErrUnavailable, o.s.remote, clip(o.what))
-			}
+			// The server closed the stream with status OK: the operation
+			// is not reattachable, so that is its end (ResultComplete is
+			// sent only to reattachable ones). A server that dies breaks
+			// the stream instead, which gRPC reports as Unavailable.
+			o.ended, o.complete = true, true
 			return nil, errEndOfResult
 		}
 		if err != nil {
