@@ -190,6 +190,7 @@ func (s *deltaGen) info(ctx context.Context, v int64, oldest bool) (Snapshot, er
 			if c.CommitInfo != nil {
 				info.Operation = c.CommitInfo.Operation
 			}
+			info.Summary = deltaSummary(c)
 		case errors.Is(err, delta.ErrLogCleaned) && oldest:
 			// Only a checkpoint is left of the oldest version.
 			snap, err := s.log.Snapshot(ctx, v)

@@ -159,15 +159,36 @@ its summary). A snapshot id is what --from and --to of 'sluice changes' take.`,
 		}}
 }
 
-// summaryRows is "+added -deleted" from an Iceberg snapshot summary (or
-// the Delta equivalents the server reports), "" when it has neither.
+// summaryRows is the ROWS of a snapshot, from its summary (an Iceberg
+// snapshot's, or the one the server writes for a Delta version; see
+// docs/PROTOCOL.md): "+added" (added-records), "-deleted" (deleted-records
+// plus added-position-deletes, deletion vectors included) and "-N keys"
+// (added-equality-deletes: each names a key, which may match no row or
+// several). "?" is a count the summary leaves out for files it added or
+// removed (a Delta writer that wrote no statistics); "" when the summary
+// says nothing of rows.
 func summaryRows(s map[string]string) string {
-	var parts []string
-	if v, ok := s["added-records"]; ok {
-		parts = append(parts, "+"+v)
+	count := func(key string) (int64, bool) {
+		n, err := strconv.ParseInt(s[key], 10, 64)
+		return n, err == nil
 	}
-	if v, ok := s["deleted-records"]; ok {
-		parts = append(parts, "-"+v)
+	var parts []string
+	if n, ok := count("added-records"); ok {
+		parts = append(parts, "+"+strconv.FormatInt(n, 10))
+	} else if n, ok := count("added-data-files"); ok && n > 0 {
+		parts = append(parts, "+?")
+	}
+	deleted, rows := count("deleted-records")
+	if files, ok := count("deleted-data-files"); ok && files > 0 && !rows {
+		parts = append(parts, "-?")
+	} else {
+		pos, ok := count("added-position-deletes")
+		if rows || ok {
+			parts = append(parts, "-"+strconv.FormatInt(deleted+pos, 10))
+		}
+	}
+	if n, ok := count("added-equality-deletes"); ok && n > 0 {
+		parts = append(parts, "-"+strconv.FormatInt(n, 10)+" keys")
 	}
 	return strings.Join(parts, " ")
 }
