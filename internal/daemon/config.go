@@ -137,8 +137,10 @@ type Config struct {
 	// (--reflection). Default false.
 	Reflection bool `yaml:"reflection"`
 	// Pprof serves Go's runtime profiles (net/http/pprof) under
-	// /debug/pprof/ on the metrics address (--pprof). Default false; it
-	// needs MetricsListen.
+	// /debug/pprof/ on the metrics address (--pprof). Where that is the
+	// console's address and authentication is on, they need the
+	// console's credentials (they hold the command line). Default false;
+	// it needs MetricsListen.
 	Pprof bool `yaml:"pprof"`
 	// Limits bounds what callers may ask at once.
 	Limits LimitsConfig `yaml:"limits"`
