@@ -119,3 +119,14 @@ def test_errors(conn, sql, msg):
             cur.fetch_arrow_table()
     assert msg in str(e.value)
     assert "INVALID_ARGUMENT" in str(e.value) or "InvalidArgument" in str(e.value)
+
+
+def test_disconnect_is_no_failed_call(start_flightd, fixture):
+    # The driver closes its Flight session (a CloseSession action) when a
+    # connection closes; flightd, which keeps no session, logs no failure.
+    srv = start_flightd("--warehouse", fixture["warehouse"], "--log-level", "info")
+    for _ in range(2):
+        with flightsql.connect(srv.uri, autocommit=True) as c:
+            assert query(c, f"SELECT id FROM table_changes('{fixture['table']}')").num_rows > 0
+    logged = [line for line in srv.output().splitlines() if "CloseSession" in line or "call failed" in line]
+    assert logged == []
