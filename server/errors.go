@@ -63,7 +63,8 @@ func codeOf(err error) codes.Code {
 		errors.Is(err, feed.ErrUnreadable),
 		errors.Is(err, feed.ErrSchemaChanged),
 		errors.Is(err, catalog.ErrAmbiguous),
-		errors.Is(err, storage.ErrMisconfigured):
+		errors.Is(err, storage.ErrMisconfigured),
+		errors.Is(err, storage.ErrOutsideRoot):
 		return codes.FailedPrecondition
 	case errors.Is(err, feed.ErrTooLarge),
 		errors.Is(err, ErrMessageTooLarge),

@@ -71,6 +71,7 @@ var docSentinels = []struct {
 	{"storage.ErrBucketNotFound", storage.ErrBucketNotFound, "bucket not found"},
 	{"storage.ErrMisconfigured", storage.ErrMisconfigured, "storage settings that cannot work"},
 	{"storage.ErrAccessDenied", storage.ErrAccessDenied, "flightd's own keys"},
+	{"storage.ErrOutsideRoot", storage.ErrOutsideRoot, "leads out of its local root"},
 	{"feed.ErrTooLarge", feed.ErrTooLarge, "a single row"},
 	{"ErrMessageTooLarge", ErrMessageTooLarge, "would encode"},
 	{"ErrLimit", ErrLimit, "a server limit"},
