@@ -331,6 +331,9 @@ func TestSparkIceberg41(t *testing.T) {
 		"CREATE TABLE ice.db.mor (id INT, c STRING) USING iceberg "+mor,
 		"INSERT INTO ice.db.mor VALUES (1, 'a'), (2, 'b')",
 		"DELETE FROM ice.db.mor WHERE id = 1",
+		// A snapshot with data and delete files: a merge-on-read delete
+		// alone (delete files only) still reads.
+		"UPDATE ice.db.mor SET c = 'bb' WHERE id = 2",
 	)
 	cowT := Table{Name: TableName{"ice", "db", "cow"}, Format: Iceberg, NativeReadable: true}
 	morT := Table{Name: TableName{"ice", "db", "mor"}, Format: Iceberg, NativeReadable: true}

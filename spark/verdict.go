@@ -71,7 +71,7 @@ func atLeast(version string, major, minor int) bool {
 //     version number is not a capability, and neither is a zero-row probe,
 //     which Delta's row-tracking check (at planning) never reaches;
 //  3. for an Iceberg table, whether Iceberg's changelog view reads a real,
-//     non-empty window (the latest snapshot);
+//     non-empty window (the whole history);
 //  4. else the native engine when t.NativeReadable, else none:
 //     ErrNoChangeEngine, with the Verdict saying why.
 //
@@ -186,8 +186,9 @@ func (s *Session) probeChanges(ctx context.Context, t Table, w Window) error {
 }
 
 // probeChangelogView reads one row of Iceberg's changelog view of the
-// table's latest snapshot: the view's refusals (delete files) come at
-// planning its scan.
+// table's whole history: the view's refusals (delete files) come when its
+// scan is planned, which plans every snapshot of the window, so the whole
+// history is the window that meets every refusal.
 func (s *Session) probeChangelogView(ctx context.Context, t Table) error {
 	hist, err := s.History(ctx, t)
 	if err != nil {
@@ -196,11 +197,7 @@ func (s *Session) probeChangelogView(ctx context.Context, t Table) error {
 	if len(hist) == 0 {
 		return fmt.Errorf("%w: %s has no snapshots", ErrQuery, t.Name)
 	}
-	last := len(hist) - 1
-	v := changelogWindow{to: hist[last].Version, first: hist[0].Version}
-	if last > 0 {
-		v.from, v.hasFrom = hist[last-1].Version, true
-	}
+	v := changelogWindow{to: hist[len(hist)-1].Version, first: hist[0].Version}
 	view, call, err := changelogViewCall(t.Name, v, nil, false)
 	if err != nil {
 		return err
