@@ -16,8 +16,11 @@
 //     CHANGES over a real range of the table; a zero-row probe is no
 //     capability, since Delta checks row tracking only when planning.
 //   - iceberg_changelog_view: Iceberg's create_changelog_view procedure
-//     (Spark 4.1 with Iceberg's runtime; there is none for 4.2), on tables
-//     without delete files, probed by reading a real window.
+//     (Spark 4.1 with Iceberg's runtime; there is none for 4.2), probed by
+//     reading one row of the whole history: Iceberg refuses a window with
+//     a snapshot that adds delete files along with data files (a
+//     merge-on-read update), "Delete files are currently not supported in
+//     changelog scans".
 //   - native: Sluice reads the files itself, when the caller says it can.
 //
 // Otherwise Detect fails with [ErrNoChangeEngine]. The [Verdict] carries
@@ -55,6 +58,7 @@
 //
 // Spark computes the rows, so the contract holds where Spark's engines
 // hold it: Iceberg's changelog view has no commit time (ts comes from the
-// snapshots table) and cannot read tables with delete files (the verdict
-// falls back); fold_updates is left to Sluice.
+// snapshots table) and cannot read merge-on-read updates (the verdict
+// falls back); without identity columns it pairs nothing; fold_updates is
+// left to Sluice.
 package spark

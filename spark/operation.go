@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -180,12 +181,19 @@ func classify(err error, what string) error {
 		return fmt.Errorf("%s: %w", clip(what), context.Canceled)
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%s: %w", clip(what), context.DeadlineExceeded)
-	case codes.Unavailable, codes.Unknown, codes.Internal, codes.Aborted, codes.ResourceExhausted:
-		// Internal and Unknown without Spark's ErrorInfo are the
-		// transport's: a stream reset by a server that died.
+	case codes.Unavailable, codes.Aborted, codes.ResourceExhausted:
 		return fmt.Errorf("%w: %s: %s", ErrUnavailable, clip(what), st.Message())
+	case codes.Internal:
+		// gRPC's own: a stream reset or a connection gone under it.
+		if m := st.Message(); strings.HasPrefix(m, "stream terminated by RST_STREAM") ||
+			strings.HasPrefix(m, "transport:") || strings.Contains(m, "connection reset") {
+			return fmt.Errorf("%w: %s: %s", ErrUnavailable, clip(what), m)
+		}
 	}
-	return fmt.Errorf("%w: %s: %s: %s", ErrQuery, clip(what), st.Code(), st.Message())
+	// The server answered with an error but no ErrorInfo: a JVM Error
+	// (Spark 4.2 with Iceberg's 4.1 runtime fails every statement with an
+	// IncompatibleClassChangeError this way).
+	return &Error{Message: st.Message()}
 }
 
 // clip shortens a statement for an error message.
