@@ -40,8 +40,13 @@ func (s *Session) Read(ctx context.Context, req Request) iter.Seq2[arrow.RecordB
 }
 
 func (s *Session) read(ctx context.Context, req Request, yield func(arrow.RecordBatch, error) bool) error {
-	if req.Table.Format == Iceberg && req.Engine != EngineIcebergChangelogView && req.Engine != EngineSparkNative {
+	if req.Engine != EngineIcebergChangelogView && req.Engine != EngineSparkNative {
 		return fmt.Errorf("%w: engine %q does not read through Spark", ErrInvalidRequest, req.Engine)
+	}
+	if req.Engine == EngineSparkNative && req.Table.Format == Delta {
+		if err := s.enableDeltaChangelog(ctx); err != nil {
+			return err
+		}
 	}
 	hist, err := s.History(ctx, req.Table)
 	if err != nil {

@@ -45,8 +45,10 @@ type Session struct {
 	log     *slog.Logger
 	timeout time.Duration
 
-	mu      sync.Mutex // guards version
+	mu      sync.Mutex // guards version and deltaChangelog
 	version string     // the server's version, once asked
+	// deltaChangelog: the session has set Delta's changelogV2 flag.
+	deltaChangelog bool
 
 	// Test hooks: an operation started, an interrupt answered.
 	onStart     func(id, statement string)
@@ -163,4 +165,23 @@ func sqlRelation(query string) *pb.Relation {
 
 func sqlPlan(query string) *pb.Plan {
 	return &pb.Plan{OpType: &pb.Plan_Root{Root: sqlRelation(query)}}
+}
+
+// enableDeltaChangelog sets spark.databricks.delta.changelogV2.enabled in
+// the session, once: Delta answers CHANGES only with it, and a server need
+// not set it for every session.
+func (s *Session) enableDeltaChangelog(ctx context.Context) error {
+	s.mu.Lock()
+	done := s.deltaChangelog
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := s.Exec(ctx, "SET spark.databricks.delta.changelogV2.enabled = true"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.deltaChangelog = true
+	s.mu.Unlock()
+	return nil
 }

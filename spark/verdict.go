@@ -89,7 +89,13 @@ func (s *Session) Detect(ctx context.Context, t Table, w Window) (Verdict, error
 		verdict.FellBack = true
 	}
 	if verdict.NativeExpected {
-		err := s.probeChanges(ctx, t, w)
+		var err error
+		if t.Format == Delta {
+			err = s.enableDeltaChangelog(ctx)
+		}
+		if err == nil {
+			err = s.probeChanges(ctx, t, w)
+		}
 		switch {
 		case err == nil:
 			verdict.NativeUsable = true
