@@ -158,7 +158,7 @@ func (f *followerOutput) read(r io.Reader) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		f.out.Write(append(slices.Clone(line), '\n'))
+		_, _ = f.out.Write(append(slices.Clone(line), '\n'))
 		var v struct {
 			IDs   []int64 `json:"ids"`
 			After *struct {

@@ -101,7 +101,7 @@ func (h httpServices) bindHTTP() (*httpSites, error) {
 			_, _ = w.Write([]byte("ok\n"))
 		}))
 		if h.cfg.Pprof {
-			var profiles http.Handler = pprofHandler()
+			profiles := pprofHandler()
 			if h.cfg.MetricsListen == h.cfg.HTTPListen {
 				// The console's callers may read the profiles (the
 				// command line among them); nobody else.

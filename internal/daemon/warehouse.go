@@ -296,7 +296,7 @@ func logSurvey(log *slog.Logger, sv catalog.Survey) {
 func (s *suggestingTables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
 	tbl, err := s.Catalog.LoadTable(ctx, name)
 	if err == nil {
-		return s.Catalog.Confine(tbl), nil
+		return s.Confine(tbl), nil
 	}
 	if !errors.Is(err, catalog.ErrTableNotFound) {
 		return tbl, err
