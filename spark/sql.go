@@ -24,10 +24,10 @@ const (
 	colKeep    = "__sluice_keep"    // the filter's verdict on the change (or its pair)
 )
 
-// The _change_type values of both dialects, grouped by what they become.
+// The _change_type values of both dialects that the query orders by (an
+// insert is any other value; ParseChangeType refuses unknown ones).
 var (
 	deleteKinds = []string{"delete", "DELETE"}
-	insertKinds = []string{"insert", "INSERT"}
 	beforeKinds = []string{"update_preimage", "UPDATE_BEFORE"}
 	afterKinds  = []string{"update_postimage", "UPDATE_AFTER"}
 )

@@ -249,11 +249,10 @@ func (s *Server) RSS() (int64, error) {
 
 // process is a server process.
 type process struct {
-	cmd   *exec.Cmd
-	out   *syncBuffer
-	done  chan struct{}
-	err   error // Wait's result, set before done is closed
-	began time.Time
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error // Wait's result, set before done is closed
 }
 
 // syncBuffer is a bounded buffer that a process writes while a test reads.
