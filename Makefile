@@ -526,3 +526,6 @@ check-dist: dist
 ## clean: remove built binaries, the venv and tools
 clean:
 	rm -rf $(TMP)
+
+# The Spark backend's test servers and test-spark (spark/, not part of test yet).
+include mk/spark.mk
