@@ -288,7 +288,7 @@ generate: $(BUF) $(PLUGINS)
 	$(BUF) lint
 	$(BUF) generate
 
-## checkgenerate: fail when gen/ is not what proto/ generates (protoc and the pinned plugins; no buf)
+## checkgenerate: fail when gen/ is not what proto/ generates, or spark/internal/connectpb what Spark Connect's protos generate (protoc and the pinned plugins; no buf)
 # The header line that names the protoc version is left out of the
 # comparison: buf, which `make generate` runs, writes "(unknown)" there and
 # protoc its own version. Every other byte, the plugins' versions included,
@@ -304,6 +304,11 @@ checkgenerate: protoc $(PLUGINS)
 	@find $(CHECKGEN) -name '*.go' -exec sed -i -E '/^\/\/ [[:space:]-]*protoc[[:space:]]+(v[0-9][^[:space:]]*|\(unknown\))$$/d' {} +
 	@diff -r $(CHECKGEN)/gen $(CHECKGEN)/protoc >/dev/null || { diff -r $(CHECKGEN)/gen $(CHECKGEN)/protoc | head -40; \
 		echo "gen/ is not what proto/ generates: run 'make generate' and commit"; exit 1; }
+	@PROTOC=$(PROTOC) spark/internal/connectpb/generate.sh $(CHECKGEN)/connectpb
+	@mkdir -p $(CHECKGEN)/connectpb-committed && cp spark/internal/connectpb/*.pb.go $(CHECKGEN)/connectpb-committed/
+	@find $(CHECKGEN)/connectpb $(CHECKGEN)/connectpb-committed -name '*.go' -exec sed -i -E '/^\/\/ [[:space:]-]*protoc[[:space:]]+(v[0-9][^[:space:]]*|\(unknown\))$$/d' {} +
+	@diff -r $(CHECKGEN)/connectpb-committed $(CHECKGEN)/connectpb >/dev/null || { diff -r $(CHECKGEN)/connectpb-committed $(CHECKGEN)/connectpb | head -40; \
+		echo "spark/internal/connectpb is not what its protos generate: run spark/internal/connectpb/generate.sh and commit"; exit 1; }
 
 ## lint: golangci-lint (pinned), and checkfmt
 lint: checkfmt $(GOLANGCI_LINT)
