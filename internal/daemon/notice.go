@@ -54,11 +54,15 @@ import json, pandas as pd, pyarrow.flight as flight
 client = flight.connect("%[1]s")
 ticket = flight.Ticket(json.dumps({"table": "%[2]s"}).encode())
 print(client.do_get(ticket).read_all().to_pandas(types_mapper=pd.ArrowDtype))'`, uri, demo.Table)
+	// The README's first snippet (TestDemoSnippetIsReadme): the history,
+	// each change with its commit numbered and named.
 	sluiceSnippet := fmt.Sprintf(`-c '
 import sluice
 client = sluice.connect("%[1]s")
-print(client.snapshots("%[2]s"))
-print(sluice.to_pandas(client.changes("%[2]s", columns=["order_id", "country", "amount"])))'`, uri, demo.Table)
+commits = {s["snapshot"]: "(%%d) %%s" %% (i, s["operation"]) for i, s in enumerate(client.snapshots("%[2]s"), 1)}
+changes = sluice.to_pandas(client.changes("%[2]s", columns=["order_id", "status", "amount"]))
+changes["snapshot"] = changes["snapshot"].map(commits)
+print(changes.drop(columns="ts").to_string(index=False))'`, uri, demo.Table)
 
 	fmt.Fprintf(out, "\nSluice is serving the demo table %s on %s\n\n", demo.Table, uri)
 	if py != "" {

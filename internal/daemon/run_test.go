@@ -163,3 +163,27 @@ func TestRunListenInUse(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoSnippetIsReadme: the Sluice snippet flightd --demo prints is the
+// README's first snippet (which e2e's TestReadmeFirstSnippet runs), so what
+// the banner prints is what the README's top shows.
+func TestDemoSnippetIsReadme(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const open = "```sh\n.tmp/venv/bin/python -c '\n"
+	_, rest, ok := strings.Cut(string(readme), open)
+	if !ok {
+		t.Fatalf("README.md has no snippet starting %q", open)
+	}
+	snippet, _, ok := strings.Cut(rest, "\n```")
+	if !ok {
+		t.Fatal("README.md's first snippet does not end")
+	}
+	var out strings.Builder
+	printDemo(&out, "grpc://127.0.0.1:8815", ".tmp/venv/bin/python")
+	if want := ".tmp/venv/bin/python -c '\n" + snippet; !strings.Contains(out.String(), want) {
+		t.Errorf("the demo banner does not print the README's first snippet\n%s\nit prints:\n%s", want, out.String())
+	}
+}
