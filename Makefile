@@ -105,7 +105,8 @@ NORACE_PKGS := $(addprefix $(MODULE)/,format/delta internal/histgen internal/tab
 # runs 25); the follow-stream oracle (24 s, 8 without), whose streams poll
 # and read in goroutines of their own, keeps -race. After: feed's tests
 # with -race 86 s, its oracles without 35 s (load 4 to 6).
-ORACLES := ^(TestOracle|TestDeltaOracle|TestSplitOracle|TestSplitDeltaWritten|TestFlatLayoutMatchesRenderable)$$
+ORACLE_TESTS := TestOracle|TestDeltaOracle|TestSplitOracle|TestSplitDeltaWritten|TestFlatLayoutMatchesRenderable
+ORACLES := ^($(ORACLE_TESTS))$$
 UNIT_ENV = SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(EMULATORS_ENV)
 
 .PHONY: all build run replicas demo venv venv-demo venv-sql tools plugins protoc postgresql java restcatalog fake-gcs-server azurite generate checkgenerate lint checkfmt checkfuzz \
@@ -343,6 +344,8 @@ test:
 
 ## test-unit: every Go unit test, with the race detector but in NORACE_PKGS and feed's ORACLES, the oracles on one random history per configuration (the venv, the REST catalog's classpath and the storage emulators: some start moto's S3 server, fake-gcs-server, Azurite or the REST catalog, internal/testsvc)
 test-unit: venv restcatalog fake-gcs-server azurite
+	@! git grep --untracked -nE '^func ($(ORACLE_TESTS))\(' -- '*_test.go' ':!feed/' || { echo "make: a test outside feed has" \
+		"the name of one of feed's ORACLES, which the race run skips and the oracle run (./feed/ only) does not run: rename it"; exit 1; }
 	$(UNIT_ENV) $(GO) test -race -count=1 -timeout 30m -skip '$(ORACLES)' $(filter-out $(NORACE_PKGS),$(UNIT_PKGS))
 	$(UNIT_ENV) $(GO) test -count=1 -timeout 30m $(filter $(NORACE_PKGS),$(UNIT_PKGS))
 	$(GO) test -count=1 -timeout 30m -run '$(ORACLES)' ./feed/
