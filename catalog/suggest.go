@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/sluicefeed/sluice/internal/suggest"
 )
 
 // MaxSuggestions is the most table names Suggest returns.
 const MaxSuggestions = 3
 
 // Nearest returns up to n of names nearest to name, nearest first, then
-// in name order. The distance is the edit distance (characters inserted,
-// deleted or replaced; case ignored) of the whole names, or of their table
+// in name order. The distance is suggest.Distance (characters inserted,
+// deleted or replaced, two neighbours swapped; case ignored) of the whole names, or of their table
 // parts (after the last dot) plus one: a misspelling anywhere, or the right
 // table in another namespace. It returns only names within a third of
 // name's length (at least 2), not any name at all, and never name itself.
@@ -30,8 +32,8 @@ func Nearest(name string, names []string, n int) []string {
 		if c == name {
 			continue
 		}
-		d := min(editDistance(full, []rune(strings.ToLower(c))),
-			editDistance(tbl, []rune(strings.ToLower(tablePart(c))))+1)
+		d := min(suggest.Distance(full, []rune(strings.ToLower(c))),
+			suggest.Distance(tbl, []rune(strings.ToLower(tablePart(c))))+1)
 		if d <= limit {
 			found = append(found, candidate{c, d})
 		}
@@ -48,27 +50,6 @@ func Nearest(name string, names []string, n int) []string {
 
 // tablePart is the table of "namespace.table".
 func tablePart(name string) string { return name[strings.LastIndexByte(name, '.')+1:] }
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
 
 // Suggest returns up to MaxSuggestions names of tables nearest to name
 // (see Nearest) among those allow accepts (nil: every table). A server

@@ -21,7 +21,7 @@ func Nearest(word string, names []string, n int) []string {
 		if name == word {
 			continue
 		}
-		d := distance(w, []rune(strings.ToLower(name)))
+		d := Distance(w, []rune(strings.ToLower(name)))
 		switch {
 		case d > limit:
 		case d < best:
@@ -35,9 +35,9 @@ func Nearest(word string, names []string, n int) []string {
 	return found[:min(n, len(found))]
 }
 
-// distance is the optimal string alignment distance of a and b: the
+// Distance is the optimal string alignment distance of a and b: the
 // Levenshtein distance, with a swap of two adjacent characters as one edit.
-func distance(a, b []rune) int {
+func Distance(a, b []rune) int {
 	// d[i][j] is the distance of a[:i] and b[:j]; three rows suffice.
 	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
