@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"embed"
 	"io/fs"
 	"log/slog"
@@ -110,15 +111,19 @@ func New(opts Options) *Console {
 // authenticates it, then serves it: nothing, not even an asset, reaches a
 // caller without valid credentials while authentication is on.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if ctx, ok := c.admit(w, r); ok {
+		c.mux.ServeHTTP(w, r.WithContext(ctx))
+	}
+}
+
+// admit sets the console's security headers, checks the request's Host
+// and Origin, then authenticates it: false when it has been answered.
+func (c *Console) admit(w http.ResponseWriter, r *http.Request) (context.Context, bool) {
 	c.secure(w)
 	if !c.opts.Hosts.Admit(w, r, c.opts.Logger) {
-		return
+		return nil, false
 	}
-	ctx, ok := c.authenticate(w, r)
-	if !ok {
-		return
-	}
-	c.mux.ServeHTTP(w, r.WithContext(ctx))
+	return c.authenticate(w, r)
 }
 
 // Authenticated returns next behind the console's checks: its Host and
@@ -128,11 +133,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // puts its profiles behind it where they share the console's address.
 func (c *Console) Authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.secure(w)
-		if !c.opts.Hosts.Admit(w, r, c.opts.Logger) {
-			return
-		}
-		ctx, ok := c.authenticate(w, r)
+		ctx, ok := c.admit(w, r)
 		if !ok {
 			return
 		}
