@@ -16,18 +16,18 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/sluicefeed/sluice/internal/testsvc/sparkconnect"
+	"github.com/sluicefeed/sluice/internal/testsvc"
 )
 
 // The integration tests run against real Spark Connect servers
-// (internal/testsvc/sparkconnect), one of each version at a time. They are
+// (internal/testsvc/spark.go), one of each version at a time. They are
 // skipped unless SLUICE_SPARK_CONNECT_42 / _41 name the installs
 // (make -f mk/spark.mk test-spark), and fail when those are set but a
 // server does not start. Tables are written by Spark itself, through the
 // same Connect session.
 
 // dial opens a session on srv, closed at the end of the test.
-func dial(t *testing.T, srv *sparkconnect.Server, mem memory.Allocator) *Session {
+func dial(t *testing.T, srv *testsvc.SparkServer, mem memory.Allocator) *Session {
 	t.Helper()
 	s, err := Dial(srv.Remote, Options{Allocator: mem})
 	if err != nil {
@@ -54,7 +54,7 @@ func exec(t *testing.T, s *Session, statements ...string) {
 	}
 }
 
-func logServer(t *testing.T, name string, srv *sparkconnect.Server) {
+func logServer(t *testing.T, name string, srv *testsvc.SparkServer) {
 	t.Helper()
 	rss, err := srv.RSS()
 	if err != nil {
@@ -107,8 +107,8 @@ func wantRows(t *testing.T, got []string, want ...string) {
 }
 
 func TestSparkDelta42(t *testing.T) {
-	in := sparkconnect.Lookup(t, sparkconnect.EnvSpark42)
-	srv := sparkconnect.Start(t, in, sparkconnect.Options{Conf: sparkconnect.DeltaConf()})
+	in := testsvc.LookupSpark(t, testsvc.EnvSpark42)
+	srv := testsvc.StartSpark(t, in, testsvc.SparkOptions{Conf: testsvc.SparkDeltaConf()})
 	logServer(t, "Spark 4.2 + Delta", srv)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -297,7 +297,7 @@ func TestSparkDelta42(t *testing.T) {
 }
 
 // icebergRuntime is the Iceberg Spark runtime jar of the 4.1 install.
-func icebergRuntime(t *testing.T, in sparkconnect.Install) string {
+func icebergRuntime(t *testing.T, in testsvc.SparkInstall) string {
 	t.Helper()
 	for _, j := range in.Jars {
 		if strings.Contains(filepath.Base(j), "iceberg-spark-runtime") {
@@ -309,9 +309,9 @@ func icebergRuntime(t *testing.T, in sparkconnect.Install) string {
 }
 
 func TestSparkIceberg41(t *testing.T) {
-	in := sparkconnect.Lookup(t, sparkconnect.EnvSpark41)
+	in := testsvc.LookupSpark(t, testsvc.EnvSpark41)
 	warehouse := t.TempDir()
-	srv := sparkconnect.Start(t, in, sparkconnect.Options{Conf: sparkconnect.IcebergConf("ice", warehouse)})
+	srv := testsvc.StartSpark(t, in, testsvc.SparkOptions{Conf: testsvc.SparkIcebergConf("ice", warehouse)})
 	logServer(t, "Spark 4.1 + Iceberg", srv)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -408,9 +408,9 @@ func TestSparkIceberg41(t *testing.T) {
 	// (d) Spark 4.2 with the 4.1 runtime, on the same warehouse: no
 	// Iceberg runtime exists for 4.2.
 	t.Run("Iceberg on 4.2 falls back with Spark's error", func(t *testing.T) {
-		in42 := sparkconnect.Lookup(t, sparkconnect.EnvSpark42)
-		srv42 := sparkconnect.Start(t, in42, sparkconnect.Options{Jars: []string{icebergRuntime(t, in)},
-			Conf: sparkconnect.IcebergConf("ice", warehouse)})
+		in42 := testsvc.LookupSpark(t, testsvc.EnvSpark42)
+		srv42 := testsvc.StartSpark(t, in42, testsvc.SparkOptions{Jars: []string{icebergRuntime(t, in)},
+			Conf: testsvc.SparkIcebergConf("ice", warehouse)})
 		logServer(t, "Spark 4.2 + Iceberg 4.1 runtime", srv42)
 		s42 := dial(t, srv42, mem)
 		verdict, err := s42.Detect(t.Context(), cowT, Window{})

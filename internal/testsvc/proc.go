@@ -50,7 +50,14 @@ func (b *syncBuffer) String() string {
 // botocore in moto takes for a profile named ""). The process is killed
 // with the test binary (Pdeathsig on Linux).
 func startProcess(name string, env []string, argv ...string) (*process, error) {
+	return startProcessIn(name, "", env, argv...)
+}
+
+// startProcessIn is startProcess in the working directory dir ("": the
+// test's).
+func startProcessIn(name, dir string, env []string, argv ...string) (*process, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "AWS_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -99,6 +106,14 @@ func (p *process) stop(grace time.Duration) {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// kill ends the process at once (SIGKILL), as a crash would.
+func (p *process) kill() {
+	if !p.exited() {
+		_ = p.cmd.Process.Kill()
+	}
+	<-p.done
 }
 
 // logs is the process's output so far.
