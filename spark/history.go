@@ -2,7 +2,6 @@ package spark
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -140,25 +139,7 @@ func historyColumns(rec arrow.RecordBatch, version, time_, operation string) (*a
 // collect runs query and passes each batch of its result to fn (the batch
 // is released after fn returns).
 func (s *Session) collect(ctx context.Context, query string, fn func(arrow.RecordBatch) error) error {
-	op, err := s.start(ctx, sqlPlan(query), query)
-	if err != nil {
-		return err
-	}
-	defer op.close()
-	for {
-		rec, err := op.next()
-		if errors.Is(err, errEndOfResult) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		err = fn(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-	}
+	return s.run(ctx, sqlPlan(query), query, fn)
 }
 
 func compareInt(a, b int64) int {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
@@ -141,22 +142,9 @@ func (s *Session) Version(ctx context.Context) (string, error) {
 // Exec runs a statement (DDL, DML, SET, CALL) to its end and discards its
 // result. Tests write tables with it; the backend sends CALL and DROP VIEW.
 func (s *Session) Exec(ctx context.Context, statement string) error {
-	op, err := s.start(ctx, &pb.Plan{OpType: &pb.Plan_Command{Command: &pb.Command{
-		CommandType: &pb.Command_SqlCommand{SqlCommand: &pb.SqlCommand{Input: sqlRelation(statement)}}}}}, statement)
-	if err != nil {
-		return err
-	}
-	defer op.close()
-	for {
-		rec, err := op.next()
-		if errors.Is(err, errEndOfResult) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		rec.Release()
-	}
+	plan := &pb.Plan{OpType: &pb.Plan_Command{Command: &pb.Command{
+		CommandType: &pb.Command_SqlCommand{SqlCommand: &pb.SqlCommand{Input: sqlRelation(statement)}}}}}
+	return s.run(ctx, plan, statement, func(arrow.RecordBatch) error { return nil })
 }
 
 func sqlRelation(query string) *pb.Relation {
@@ -184,4 +172,28 @@ func (s *Session) enableDeltaChangelog(ctx context.Context) error {
 	s.deltaChangelog = true
 	s.mu.Unlock()
 	return nil
+}
+
+// run runs plan (what names it in errors) and passes each batch of its
+// result to fn, to the end of the result.
+func (s *Session) run(ctx context.Context, plan *pb.Plan, what string, fn func(arrow.RecordBatch) error) error {
+	op, err := s.start(ctx, plan, what)
+	if err != nil {
+		return err
+	}
+	defer op.close()
+	for {
+		rec, err := op.next()
+		if errors.Is(err, errEndOfResult) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = fn(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
 }
