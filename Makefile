@@ -18,7 +18,7 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 # The one version of Sluice: flightd --version (stamped here) and the Python
 # client's package (clients/python/VERSION links to this file).
 VERSION := $(shell cat VERSION)
-LDFLAGS := -X github.com/sluicefeed/sluice/internal/version.stamped=$(VERSION)
+LDFLAGS := -X github.com/sluicefeed/sluice/internal/lib/version.stamped=$(VERSION)
 
 # Pinned tools, installed with `go install` into .tmp/bin.
 BUF_VERSION := v1.75.0
@@ -29,7 +29,7 @@ BUF := $(BIN)/buf-$(BUF_VERSION)
 PLUGINS := $(BIN)/.plugins-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-# Storage emulators of the GCS and Azure tests (internal/testsvc): fake-gcs-server
+# Storage emulators of the GCS and Azure tests (internal/testkit/testsvc): fake-gcs-server
 # built from its Go module into .tmp/bin, Azurite installed by npm into .tmp/.
 FAKE_GCS_VERSION := v1.56.1
 FAKE_GCS := $(BIN)/fake-gcs-server-$(FAKE_GCS_VERSION)
@@ -83,15 +83,15 @@ MODULE := github.com/sluicefeed/sluice
 # and slowed these tests 1.5 to 6 times (seconds of tests with -race /
 # without, one package at a time on 2 cores under other work, load 3 to
 # 7: feed 537/194, server 68/23, clients/go 37/8, format/delta 18/4,
-# internal/pqread 11/2, progress 8/5). It is kept for every package whose
+# internal/lib/pqread 11/2, progress 8/5). It is kept for every package whose
 # code or tests run goroutines (the engine's read-ahead, spill and follow
 # streams, the server and its decode cache, the clients' reconnects and
 # acks, the progress stores, the daemon, the console, the catalogs' caches
 # and watchers, the storage layer), a new package included, and left out
 # of these, which start none (decoders, table writers for tests, test
 # helpers): NORACE_PKGS.
-NORACE_PKGS := $(addprefix $(MODULE)/,format/delta internal/histgen internal/tablewrite internal/deltafx \
-	internal/demo internal/docmd internal/faultio internal/version internal/suggest internal/pgtest \
+NORACE_PKGS := $(addprefix $(MODULE)/,format/delta internal/testkit/histgen internal/lib/tablewrite internal/testkit/deltafx \
+	internal/app/demo internal/testkit/docmd internal/testkit/faultio internal/lib/version internal/lib/suggest internal/testkit/pgtest \
 	cmd/flightd cmd/sluice cmd/sluice-bench gen/sluice/v1)
 # In feed, the oracles and the metamorphic tests replay the same engine
 # code paths (the read-ahead's goroutines, as every other test of a read
@@ -210,7 +210,7 @@ protoc:
 		echo "make: $(PROTOC) is $$v: proto3 optional fields need protoc 3.15 or newer"; exit 1;; esac
 
 ## postgresql: PostgreSQL's initdb and pg_ctl (Debian's postgresql, installed with apt-get when missing and root), for e2e/replica_test.go
-# The test starts its own server (internal/pgtest); it finds the programs on
+# The test starts its own server (internal/testkit/pgtest); it finds the programs on
 # PATH or in Debian's /usr/lib/postgresql/<version>/bin.
 postgresql:
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
@@ -260,12 +260,12 @@ java:
 		echo "make: the object-storage tests run Apache Iceberg's REST catalog server: they need Java 17 or newer" \
 			"and Maven (Debian, Ubuntu: sudo apt-get install openjdk-17-jre-headless maven; macOS: brew install openjdk@17 maven)"; exit 1; }
 
-## restcatalog: the classpath of Apache Iceberg's RESTCatalogServer (internal/testsvc/restcatalog/pom.xml), jars from Maven Central into .tmp/m2
+## restcatalog: the classpath of Apache Iceberg's RESTCatalogServer (internal/testkit/testsvc/restcatalog/pom.xml), jars from Maven Central into .tmp/m2
 REST_CLASSPATH := $(TMP)/restcatalog/classpath
 restcatalog: $(REST_CLASSPATH)
-$(REST_CLASSPATH): internal/testsvc/restcatalog/pom.xml | java
+$(REST_CLASSPATH): internal/testkit/testsvc/restcatalog/pom.xml | java
 	@mkdir -p $(dir $@)
-	mvn -B -q -f internal/testsvc/restcatalog/pom.xml -Dmaven.repo.local=$(TMP)/m2 dependency:build-classpath \
+	mvn -B -q -f internal/testkit/testsvc/restcatalog/pom.xml -Dmaven.repo.local=$(TMP)/m2 dependency:build-classpath \
 		-Dmdep.outputFile=$@.tmp
 	mv $@.tmp $@
 
@@ -342,7 +342,7 @@ test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=target venv protoc postgresql chromium restcatalog fake-gcs-server azurite $(PLUGINS) build
 	@$(MAKE) --no-print-directory checkgenerate checkfmt checkversion test-unit test-python test-e2e
 
-## test-unit: every Go unit test, with the race detector but in NORACE_PKGS and feed's ORACLES, the oracles on one random history per configuration (the venv, the REST catalog's classpath and the storage emulators: some start moto's S3 server, fake-gcs-server, Azurite or the REST catalog, internal/testsvc)
+## test-unit: every Go unit test, with the race detector but in NORACE_PKGS and feed's ORACLES, the oracles on one random history per configuration (the venv, the REST catalog's classpath and the storage emulators: some start moto's S3 server, fake-gcs-server, Azurite or the REST catalog, internal/testkit/testsvc)
 test-unit: venv restcatalog fake-gcs-server azurite
 	@! git grep --untracked -nE '^func ($(ORACLE_TESTS))\(' -- '*_test.go' ':!feed/' || { echo "make: a test outside feed has" \
 		"the name of one of feed's ORACLES, which the race run skips and the oracle run (./feed/ only) does not run: rename it"; exit 1; }
@@ -428,7 +428,7 @@ FUZZERS := \
 	./format/delta/:FuzzDecodeBitmapArray \
 	./format/delta/:FuzzParseSchema \
 	./format/delta/:FuzzPartitionValue \
-	./internal/pqread/:FuzzRead \
+	./internal/lib/pqread/:FuzzRead \
 	./server/:FuzzDecodeRequest \
 	./server/:FuzzDecodeBody \
 	./server/:FuzzParseSQL \

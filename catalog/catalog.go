@@ -21,7 +21,7 @@ import (
 
 	_ "modernc.org/sqlite" // the pure-Go "sqlite" database/sql driver
 
-	"github.com/sluicefeed/sluice/internal/storage"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
 // sqliteBusyTimeoutMs is how long a SQLite catalog call waits for a lock

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluicefeed/sluice/internal/storage"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
 // DeltaNamespace is the namespace of the tables found under a Delta root:

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicefeed/sluice/internal/storage"
-	"github.com/sluicefeed/sluice/internal/testsvc"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
 )
 
 // TestDeltaTablesOnS3 finds Delta tables under an s3:// root and by URL on

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicefeed/sluice/internal/storage"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
 func TestDeltaConfigValidate(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluicefeed/sluice/catalog"
-	"github.com/sluicefeed/sluice/internal/storage"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
 // TestLocalWarehouseSymlinks: the files of a table in a local warehouse,

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluicefeed/sluice/internal/suggest"
+	"github.com/sluicefeed/sluice/internal/lib/suggest"
 )
 
 // MaxSuggestions is the most table names Suggest returns.

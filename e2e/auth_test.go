@@ -32,7 +32,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // hrTable is a second table of the auth tests' warehouse, granted only to

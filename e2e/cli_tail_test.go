@@ -17,9 +17,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/demo"
-	"github.com/sluicefeed/sluice/internal/docmd"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/app/demo"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
+	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 )
 
 // commitUpdate sets the status of an order in the demo table (an equality

@@ -11,7 +11,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // pwned, printed raw, retitles the terminal (OSC 0 ended by BEL) and

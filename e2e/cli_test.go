@@ -25,7 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/demo"
+	"github.com/sluicefeed/sluice/internal/app/demo"
 )
 
 // cliResult is what one run of the sluice binary did.

@@ -20,9 +20,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/demo"
-	"github.com/sluicefeed/sluice/internal/docmd"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/app/demo"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
+	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 )
 
 // chromium returns the headless Chromium of the console test

@@ -13,8 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/demo"
-	"github.com/sluicefeed/sluice/internal/docmd"
+	"github.com/sluicefeed/sluice/internal/app/demo"
+	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 )
 
 // readmeSection returns the fenced blocks whose info string is info in

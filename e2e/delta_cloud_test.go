@@ -15,8 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/deltafx"
-	"github.com/sluicefeed/sluice/internal/testsvc"
+	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
+	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
 )
 
 // sameDeltaFixtures checks that every fixture of the local copy local,

@@ -26,7 +26,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/deltafx"
+	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
 )
 
 // deltaFixtureDir holds the Delta fixtures, relative to e2e/.

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/deltafx"
-	"github.com/sluicefeed/sluice/internal/testsvc"
+	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
+	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
 )
 
 // The Delta object storage end-to-end test: delta-rs (deltalake) writes

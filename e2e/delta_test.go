@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/deltafx"
+	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
 )
 
 // The tests of this file serve a copy of the Delta fixtures

@@ -21,7 +21,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/catalog"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 const edgesTable = "graph.edges"

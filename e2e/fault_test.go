@@ -21,7 +21,7 @@ import (
 
 	"github.com/sluicefeed/sluice/catalog"
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // addedFiles returns the data files and the manifests that a snapshot of

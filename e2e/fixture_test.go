@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // eventsTable is the table the e2e tests write with iceberg-go.

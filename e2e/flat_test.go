@@ -13,7 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/histgen"
+	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
 // TestFlatLayout reads a merge-on-read history (updates, deletes, upserts,

@@ -20,7 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/histgen"
+	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
 // TestFlightSQLGoADBC reads a real flightd through the ADBC Flight SQL

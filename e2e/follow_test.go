@@ -24,7 +24,7 @@ import (
 
 	"github.com/sluicefeed/sluice/catalog"
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // followTable is the table the live writer commits to.

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // TestGoClient reads a table that iceberg-go wrote through a real flightd

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/testsvc"
+	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
 )
 
 // flightdBin and sluiceBin are the flightd and sluice binaries built for

@@ -23,7 +23,7 @@ import (
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // loadTable is the table of the load test.

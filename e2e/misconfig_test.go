@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/sluicefeed/sluice/catalog"
-	"github.com/sluicefeed/sluice/internal/demo"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/app/demo"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // The tests of this file start a real flightd with a configuration that is

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/sluicefeed/sluice/internal/histgen"
+	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
 // morFixture is a merge-on-read table with a random history and the full

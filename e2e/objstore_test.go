@@ -18,12 +18,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/testsvc"
+	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
 )
 
 // The object storage end-to-end tests: pyiceberg 0.12 writes tables
 // through Apache Iceberg's RESTCatalogServer onto moto's S3 (both started
-// by internal/testsvc, one of each per test binary where they can be
+// by internal/testkit/testsvc, one of each per test binary where they can be
 // shared), a real flightd serves them, and the Go client and pyarrow read
 // windows that must equal pyiceberg's own scans of the snapshots.
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicefeed/sluice/internal/docmd"
+	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 )
 
 // readmeFirstSnippet returns the Python of README.md's first snippet (the

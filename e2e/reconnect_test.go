@@ -20,7 +20,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // A Go subscription with Reconnect follows a table across a flightd killed

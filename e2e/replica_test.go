@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/pgtest"
+	"github.com/sluicefeed/sluice/internal/testkit/pgtest"
 )
 
 // replicaConsumer is a durable consumer that mirrors followTable: it

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/testsvc"
+	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
 )
 
 // The REST catalog end-to-end tests beyond TestS3REST: a catalog that

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/histgen"
+	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 	"github.com/sluicefeed/sluice/server"
 )
 

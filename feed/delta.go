@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/sluicefeed/sluice/format/delta"
-	"github.com/sluicefeed/sluice/internal/storage"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
 // DeltaSource serves one Delta table to the engine. It is long-lived (one

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/format/delta"
-	"github.com/sluicefeed/sluice/internal/pqread"
+	"github.com/sluicefeed/sluice/internal/lib/pqread"
 )
 
 // changeTypeColumn is the column of Delta change data files that says what

@@ -24,7 +24,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/deltafx"
+	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
 )
 
 // deltaFixtureDir is where the Delta fixtures are.

@@ -24,7 +24,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
-	"github.com/sluicefeed/sluice/internal/deltafx"
+	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
 )
 
 type deltaWritten struct {

@@ -17,7 +17,7 @@
 // snapshots the engine plans from manifests with iceberg-go, and Delta Lake
 // ([DeltaSource]), whose versions it reads from the log with
 // format/delta. Either way the engine decodes data files itself, with
-// internal/pqread (columns by field id, physical name or name mapping,
+// internal/lib/pqread (columns by field id, physical name or name mapping,
 // widened to the window's end schema), in goroutines it owns and guards,
 // and applies deletes, deletion vectors and filters with its own masks.
 package feed

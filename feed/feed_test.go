@@ -22,7 +22,7 @@ import (
 
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 const tableName = "shop.orders"

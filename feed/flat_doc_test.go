@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/sluicefeed/sluice/internal/docmd"
+	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 )
 
 // TestProtocolDocFlatSchema checks the flat layout's table of

@@ -18,9 +18,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/deltafx"
-	"github.com/sluicefeed/sluice/internal/histgen"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
+	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
+	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
 // flatRow is a change row rendered for comparison: its image's values in

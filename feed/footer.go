@@ -12,7 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 
-	"github.com/sluicefeed/sluice/internal/pqread"
+	"github.com/sluicefeed/sluice/internal/lib/pqread"
 )
 
 // footer is what the engine needs of a data file's Parquet footer to read

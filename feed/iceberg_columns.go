@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/sluicefeed/sluice/internal/pqread"
+	"github.com/sluicefeed/sluice/internal/lib/pqread"
 )
 
 // icebergTarget is a set of top-level columns of a window's end schema that

@@ -13,11 +13,11 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/sluicefeed/sluice/internal/pqread"
+	"github.com/sluicefeed/sluice/internal/lib/pqread"
 )
 
 // icebergFiles reads the data files of an Iceberg plan with the engine's
-// own Parquet reader (internal/pqread), in the engine's goroutines, and its
+// own Parquet reader (internal/lib/pqread), in the engine's goroutines, and its
 // delete files itself; iceberg-go plans (manifests, which delete files
 // apply to which data file). A data file the engine cannot match columns in
 // (see icebergTarget.fileColumns), and one that is not Parquet, is read with

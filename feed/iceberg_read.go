@@ -13,11 +13,11 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/sluicefeed/sluice/internal/pqread"
+	"github.com/sluicefeed/sluice/internal/lib/pqread"
 )
 
 // This file decodes Iceberg data files with the engine's own Parquet reader
-// (internal/pqread), in the engine's goroutines: pqread turns a panic of
+// (internal/lib/pqread), in the engine's goroutines: pqread turns a panic of
 // arrow-go's decoder on a corrupt file into ErrCorrupt (ErrUnreadable for
 // the read), and the engine's guard any other panic into ErrInternal.
 // (iceberg-go's scan decodes in worker goroutines of its own, where no

@@ -25,11 +25,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // refSchema is the schema of the benchmark's reference-like table: the 11
-// columns of internal/bench's reference workload.
+// columns of internal/app/bench's reference workload.
 func refSchema() *iceberg.Schema {
 	f := func(id int, name string, t iceberg.Type, req bool) iceberg.NestedField {
 		return iceberg.NestedField{ID: id, Name: name, Type: t, Required: req}

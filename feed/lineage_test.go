@@ -14,7 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // fixedTable serves one table with the given metadata, in place of its

@@ -18,7 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/histgen"
+	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
 var oracleSeeds = goflag.Int("oracle.seeds", 0, "random histories per configuration (default 1, or SLUICE_ORACLE_SEEDS; make test-long runs 25)")

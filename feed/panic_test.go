@@ -9,8 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/faultio"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
+	"github.com/sluicefeed/sluice/internal/testkit/faultio"
 )
 
 // TestPanicInAReadEndsThatReadOnly: a panic while reading a data file, in

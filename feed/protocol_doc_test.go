@@ -23,7 +23,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/sluicefeed/sluice/internal/docmd"
+	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 )
 
 // protocolDoc is the path of the wire contract, from this package.

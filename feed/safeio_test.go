@@ -7,8 +7,8 @@ import (
 
 	iceio "github.com/apache/iceberg-go/io"
 
-	"github.com/sluicefeed/sluice/internal/storage"
-	"github.com/sluicefeed/sluice/internal/testsvc"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
 )
 
 // TestSafeIOStorageErrors reads through the file IO iceberg-go gives an

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/histgen"
+	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
 // growingTable serves a generated history as it was after its first

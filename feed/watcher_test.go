@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // countingTables counts the loads of a catalog, and fails them with a

@@ -1,6 +1,6 @@
 # Spark Connect servers for the Spark backend's integration tests (spark/,
 # issue 22), installed under .tmp/ from PyPI and Maven Central by
-# internal/testsvc/sparkconnect/install.sh:
+# internal/testkit/testsvc/sparkconnect/install.sh:
 #
 #   .tmp/spark-connect-4.2  pyspark 4.2.0 + io.delta:delta-spark_4.2_2.13:4.4.0
 #   .tmp/spark-connect-4.1  pyspark 4.1.4 + org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0
@@ -17,17 +17,17 @@ SPARK42_DIR := $(TMP)/spark-connect-4.2
 SPARK41_DIR := $(TMP)/spark-connect-4.1
 SPARK42_PACKAGES := pyspark==4.2.0 io.delta:delta-spark_4.2_2.13:4.4.0
 SPARK41_PACKAGES := pyspark==4.1.4 org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0
-SPARK_INSTALL := internal/testsvc/sparkconnect/install.sh
+SPARK_INSTALL := internal/testkit/testsvc/sparkconnect/install.sh
 
 .PHONY: spark-connect test-spark
 
 ## spark-connect: install the two Spark Connect servers of the Spark tests into .tmp/
 spark-connect: $(SPARK42_DIR)/.installed $(SPARK41_DIR)/.installed
 
-$(SPARK42_DIR)/.installed: $(SPARK_INSTALL) internal/testsvc/sparkconnect/ivysettings.xml
+$(SPARK42_DIR)/.installed: $(SPARK_INSTALL) internal/testkit/testsvc/sparkconnect/ivysettings.xml
 	PYTHON=$(PYTHON) $(SPARK_INSTALL) $(SPARK42_DIR) $(patsubst pyspark==%,%,$(word 1,$(SPARK42_PACKAGES))) $(word 2,$(SPARK42_PACKAGES))
 
-$(SPARK41_DIR)/.installed: $(SPARK_INSTALL) internal/testsvc/sparkconnect/ivysettings.xml
+$(SPARK41_DIR)/.installed: $(SPARK_INSTALL) internal/testkit/testsvc/sparkconnect/ivysettings.xml
 	PYTHON=$(PYTHON) $(SPARK_INSTALL) $(SPARK41_DIR) $(patsubst pyspark==%,%,$(word 1,$(SPARK41_PACKAGES))) $(word 2,$(SPARK41_PACKAGES))
 
 ## test-spark: the Spark backend's tests against real Spark Connect servers (one of each version at a time)

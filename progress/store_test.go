@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicefeed/sluice/internal/pgtest"
+	"github.com/sluicefeed/sluice/internal/testkit/pgtest"
 	"github.com/sluicefeed/sluice/progress"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/storage"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
 	"github.com/sluicefeed/sluice/progress"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
-	"github.com/sluicefeed/sluice/internal/version"
+	"github.com/sluicefeed/sluice/internal/lib/version"
 )
 
 // Flight SQL on the Flight service's port: a descriptor's command or a

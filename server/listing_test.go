@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/server"
 )
 

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/faultio"
+	"github.com/sluicefeed/sluice/internal/testkit/faultio"
 )
 
 // panickyTables serves the catalog's tables with a file IO that panics

@@ -32,8 +32,8 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
-	"github.com/sluicefeed/sluice/internal/docmd"
-	"github.com/sluicefeed/sluice/internal/storage"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 	"github.com/sluicefeed/sluice/progress"
 )
 

@@ -25,7 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/progress"
 )
 

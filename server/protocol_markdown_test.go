@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicefeed/sluice/internal/docmd"
+	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 )
 
 func readProtocolDoc(t *testing.T) string { t.Helper(); return docmd.Read(t, protocolDoc) }

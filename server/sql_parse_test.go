@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/sluicefeed/sluice/internal/docmd"
+	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 )
 
 func i64(v int64) *int64 { return &v }

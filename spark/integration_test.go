@@ -16,11 +16,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/sluicefeed/sluice/internal/testsvc"
+	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
 )
 
 // The integration tests run against real Spark Connect servers
-// (internal/testsvc/spark.go), one of each version at a time. They are
+// (internal/testkit/testsvc/spark.go), one of each version at a time. They are
 // skipped unless SLUICE_SPARK_CONNECT_42 / _41 name the installs
 // (make -f mk/spark.mk test-spark), and fail when those are set but a
 // server does not start. Tables are written by Spark itself, through the

@@ -26,7 +26,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/tablewrite"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/progress"
 	"github.com/sluicefeed/sluice/server"
 )

@@ -13,8 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sluicefeed/sluice/internal/daemon"
-	"github.com/sluicefeed/sluice/internal/version"
+	"github.com/sluicefeed/sluice/internal/app/daemon"
+	"github.com/sluicefeed/sluice/internal/lib/version"
 )
 
 func main() {

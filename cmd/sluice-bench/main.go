@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sluicefeed/sluice/internal/bench"
+	"github.com/sluicefeed/sluice/internal/app/bench"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/sluicefeed/sluice/internal/cli"
+	"github.com/sluicefeed/sluice/internal/app/cli"
 )
 
 func main() {

@@ -12,7 +12,7 @@ and adds only). The S3 endpoint and key come from the environment:
 SLUICE_S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY.
 
 The oracle is JSON, one entry per table in the form of the Delta fixtures'
-EXPECTED.json (internal/deltafx reads it): a query per window
+EXPECTED.json (internal/testkit/deltafx reads it): a query per window
 [start_version, end_version] of the table's versions, with its rows. For
 "orders" the rows are delta-rs's load_cdf; for "plain", whose feed delta-rs
 cannot read, the difference of delta-rs's reads of consecutive versions

@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
+	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
+)
+
+// The workloads are what the report says, and the full re-read baseline
+// finds the same changes as the feed.
+func TestWorkloads(t *testing.T) {
+	ctx := context.Background()
+	cat, err := tablewrite.OpenWarehouse(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	ref, err := WriteReference(ctx, cat, "bench.ref", 8000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Appends) != 4 || len(ref.DataFiles) != 4 {
+		t.Fatalf("%d appends, %d files", len(ref.Appends), len(ref.DataFiles))
+	}
+	n, err := RawDecode(ctx, ref.DataFiles, []string{"id", "amount"}, 2)
+	if err != nil || n != 8000 {
+		t.Fatalf("raw decode: %d rows, %v", n, err)
+	}
+}
+
+// The scale tables' statements touch disjoint rows in files of their own
+// at every size, and change 1% of the rows.
+func TestScaleParams(t *testing.T) {
+	for _, rows := range []int{4000, 20000, 1_000_000, 10_000_000, 100_000_000} {
+		p := NewScaleParams(rows)
+		updLast := p.UpdateFirst + int64(p.Updates) - 1
+		if p.DeleteFirst <= updLast || (p.DeleteFirst-1)%int64(p.FileRows) != 0 ||
+			p.DeleteFirst+int64(p.Deletes)-1 > int64(rows) || p.Updates+p.Deletes+p.Inserts != rows/100 {
+			t.Errorf("%d rows: %+v", rows, p)
+		}
+	}
+}
+
+// A scale table's window holds the statements' changes, update pairs
+// included, and the full re-read diff finds as many; a second write reuses
+// the cached table.
+func TestScaleWorkload(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	p := NewScaleParams(20000)
+	s, err := WriteScale(ctx, root, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cached || p.FileRows != 5000 || p.Changes() != 300 {
+		t.Fatalf("first write: cached %v, params %+v", s.Cached, p)
+	}
+	again, err := WriteScale(ctx, root, p)
+	if err != nil || !again.Cached || again.End != s.End || again.Base != s.Base || again.Warehouse != s.Warehouse {
+		t.Fatalf("second write: %+v, %v; want the table reused", again, err)
+	}
+	cat, err := tablewrite.OpenWarehouse(ctx, s.Warehouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	tbl, err := cat.LoadTable(ctx, s.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := FullDiff(ctx, tbl, s.Base, s.End)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := feed.New(cat, feed.Options{})
+	plan, err := eng.Plan(ctx, feed.Request{Table: s.Table, FromSnapshot: &s.Base, ToSnapshot: &s.End})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int64{}
+	for b, err := range eng.Read(ctx, plan) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := b.Record.Column(b.Record.Schema().FieldIndices("op")[0])
+		for i := range op.Len() {
+			ops[op.ValueStr(i)]++
+		}
+		b.Record.Release()
+	}
+	want := map[string]int64{"insert": 50, "delete": 50, "update_before": 100, "update_after": 100}
+	if !maps.Equal(ops, want) || full != p.Changes() {
+		t.Fatalf("the 1%% window: the feed has %v, the full diff %d changes; want %v and %d", ops, full, want,
+			p.Changes())
+	}
+}
+
+// The Delta workload is what the report says: appends of one file each,
+// then one MERGE that rewrites one file, with a change data file of its
+// changed rows when the feed is on; a second write reuses the tables. (The
+// run itself checks that Sluice's feeds and delta-rs's agree.) It needs a
+// Python with deltalake, numpy and pyarrow in SLUICE_PYTHON.
+func TestDeltaWorkload(t *testing.T) {
+	python := testsvc.Python(t)
+	ctx := context.Background()
+	cfg := Config{Python: python}
+	if _, err := deltalakeVersion(ctx, python); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	p := NewDeltaParams(8000)
+	wl, err := WriteDelta(ctx, cfg, root, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wl.Cached || wl.End != int64(p.Files) {
+		t.Fatalf("first write: cached %v, window end %d, want written and %d", wl.Cached, wl.End, p.Files)
+	}
+	again, err := WriteDelta(ctx, cfg, root, p)
+	if err != nil || !again.Cached || again.End != wl.End {
+		t.Fatalf("second write: %+v, %v; want the tables reused", again, err)
+	}
+	for _, tc := range []struct {
+		table string
+		cdcs  int
+	}{{DeltaTableCDF, 1}, {DeltaTableNoCDF, 0}} {
+		log, err := delta.Open(ctx, os.DirFS(filepath.Join(root, tc.table)), tc.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, err := log.Versions(ctx)
+		if err != nil || vs.Latest != wl.End {
+			t.Fatalf("%s: versions %+v, %v; want the latest %d", tc.table, vs, err, wl.End)
+		}
+		rows := int64(0)
+		for v := range wl.End + 1 {
+			c, err := log.Commit(ctx, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			adds, removes, cdcs := len(c.Adds), len(c.Removes), len(c.CDCs)
+			if v < wl.End {
+				if adds != 1 || removes != 0 || cdcs != 0 {
+					t.Errorf("%s version %d: %d adds, %d removes, %d cdc files; want one add", tc.table, v, adds,
+						removes, cdcs)
+				}
+				var st struct {
+					NumRecords int64 `json:"numRecords"`
+				}
+				if err := json.Unmarshal([]byte(c.Adds[0].Stats), &st); err != nil {
+					t.Fatal(err)
+				}
+				rows += st.NumRecords
+				continue
+			}
+			if c.CommitInfo == nil || c.CommitInfo.Operation != "MERGE" || adds != 1 || removes != 1 || cdcs != tc.cdcs {
+				t.Errorf("%s version %d: %d adds, %d removes, %d cdc files; want a MERGE of one add, one remove "+
+					"and %d cdc files", tc.table, v, adds, removes, cdcs, tc.cdcs)
+			}
+		}
+		if rows != int64(p.Rows) {
+			t.Errorf("%s: %d rows appended, want %d", tc.table, rows, p.Rows)
+		}
+	}
+}
+
+// A whole run at a tiny size, without Spark and Delta: every arm runs
+// through a real flightd, the peers read the same windows and agree on
+// them (Run checks that), and the report has the side-by-side table and
+// the scale curve, whose plot is well-formed SVG.
+func TestRunTiny(t *testing.T) {
+	python := testsvc.Python(t)
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "github.com/sluicefeed/sluice/cmd/flightd")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build flightd: %v\n%s", err, out)
+	}
+	cfg := Config{Work: filepath.Join(dir, "work"), Flightd: filepath.Join(dir, "flightd"), Python: python, Runs: 1,
+		Rows: 4000, ScaleRows: []int{4000}, PeerRows: 4000, DeltaRows: -1, SVG: "bench-scale.svg",
+		Log: testLog{t}}
+	if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readers []string
+	for _, p := range rep.Peers {
+		readers = append(readers, p.Window+": "+p.Reader)
+		if p.Rows == 0 || len(p.Seconds) != 1 || len(p.CPU) != 1 || p.PeakRSSMiB <= 0 {
+			t.Errorf("%s, %s: %+v; want rows, a time, a CPU time and a peak RSS", p.Window, p.Reader, p.PeerRead)
+		}
+		if p.Sluice && (len(p.ServerCPU) != 1 || p.ServerPeakMiB <= 0) {
+			t.Errorf("%s, %s: flightd's CPU %v, peak %v", p.Window, p.Reader, p.ServerCPU, p.ServerPeakMiB)
+		}
+	}
+	want := []string{"append window: " + readerSluiceCold, "append window: " + readerSluiceWarm,
+		"copy-on-write window (4000-row table): Sluice via pyarrow",
+		"copy-on-write window (4000-row table): full re-read of both snapshots and diff, Go (iceberg-go scan)"}
+	for _, w := range want {
+		if !slices.Contains(readers, w) {
+			t.Errorf("no peer %q among %q", w, readers)
+		}
+	}
+	if len(rep.Scale) != 1 || rep.Scale[0].Full == nil || rep.Scale[0].Feed.Rows != 60 ||
+		rep.Scale[0].Full.Rows != 60 || rep.Scale[0].FeedPeakMiB <= 0 {
+		t.Fatalf("scale points %+v", rep.Scale)
+	}
+	md := rep.Markdown("test", cfg)
+	for _, s := range []string{"## Peers, side by side", "## Large windows", "](bench-scale.svg)", "pyiceberg's speed"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("the report lacks %q", s)
+		}
+	}
+}
+
+// The plot is well-formed SVG with a point per measured value, and says
+// where the full diff was not run.
+func TestScaleSVG(t *testing.T) {
+	pt := func(rows int, feed, server, full float64) ScalePoint {
+		p := ScalePoint{Scale: &Scale{ScaleParams: NewScaleParams(rows)},
+			Feed: Arm{Seconds: []float64{feed}, ServerCPU: []float64{server}}}
+		if full > 0 {
+			p.Full = &PeerRead{Seconds: []float64{full}}
+		}
+		return p
+	}
+	svg := ScaleSVG([]ScalePoint{pt(1_000_000, 0.2, 0.3, 5), pt(10_000_000, 0.9, 1.1, 50),
+		pt(100_000_000, 4, 5, 0)})
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	circles := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the plot is not XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "circle" {
+			circles++
+		}
+	}
+	if circles != 8 {
+		t.Errorf("the plot has %d points, want 8", circles)
+	}
+	for _, s := range []string{"not run above 10M rows", ">100 ms<", ">100 s<", ">1M<", ">100M<"} {
+		if !strings.Contains(svg, s) {
+			t.Errorf("the plot lacks %q:\n%s", s, svg)
+		}
+	}
+}
+
+// testLog writes a run's progress to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
