@@ -1,4 +1,4 @@
-package daemon
+package registry
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
-// fileNotifier tells the engine of a followed table's commits from file
+// FileNotifier tells the engine of a followed table's commits from file
 // notifications (--watch-files), where the files that a commit changes are
 // local: the SQLite file of an sql catalog (one file for all its tables:
 // each commit pokes every followed table of the catalog), the metadata
 // folder of a hadoop table, the _delta_log folder of a Delta table.
 // Nothing else can be watched (a rest catalog, object storage): polling
 // alone finds those commits, as it finds any commit a notification missed.
-type fileNotifier struct {
+type FileNotifier struct {
 	w   *fswatch.Watcher
 	log *slog.Logger
 	// sqlFile is the sql catalog's SQLite file ("" for another type);
@@ -33,15 +33,17 @@ type fileNotifier struct {
 	warned atomic.Bool
 }
 
-// newFileNotifier returns the notifier of cat's tables and delta's (nil:
-// none).
-func newFileNotifier(cfg Config, cat *catalog.Catalog, delta *catalog.DeltaTables, log *slog.Logger) *fileNotifier {
-	n := &fileNotifier{log: log, delta: delta, deltaRemote: storage.IsURL(cfg.Delta.Root)}
-	switch cfg.Catalog.Type {
+// NewFileNotifier returns the notifier of the tables of cat (opened from
+// cfg) and of delta (nil: none, else opened from deltaCfg); Close stops
+// its watches.
+func NewFileNotifier(cfg catalog.Config, deltaCfg catalog.DeltaConfig, cat *catalog.Catalog, delta *catalog.DeltaTables,
+	log *slog.Logger) *FileNotifier {
+	n := &FileNotifier{log: log, delta: delta, deltaRemote: storage.IsURL(deltaCfg.Root)}
+	switch cfg.Type {
 	case catalog.TypeSQL:
 		n.sqlFile = cat.File()
 	case catalog.TypeHadoop:
-		n.hadoopDir, _ = cfg.Catalog.LocalWarehouse()
+		n.hadoopDir, _ = cfg.LocalWarehouse()
 	}
 	n.w = fswatch.New(0, func(err error) {
 		// The kernel's queue overflowed: events were lost, and polling
@@ -53,7 +55,7 @@ func newFileNotifier(cfg Config, cat *catalog.Catalog, delta *catalog.DeltaTable
 
 // target returns the folder to watch for the table's commits and the
 // names in it that a commit changes; false when nothing can be watched.
-func (n *fileNotifier) target(table string) (dir string, match func(name string) bool, ok bool) {
+func (n *FileNotifier) target(table string) (dir string, match func(name string) bool, ok bool) {
 	if n.delta != nil {
 		if root, ok := n.delta.LocalDir(table); ok {
 			// A commit adds the log entry NNN.json (written aside and
@@ -93,7 +95,7 @@ func (n *fileNotifier) target(table string) (dir string, match func(name string)
 // NotifyChanges calls changed after each change of the files that the
 // table's commits change, until stop; nil when they cannot be watched
 // (logged once at warn: polling finds the commits, a poll interval later).
-func (n *fileNotifier) NotifyChanges(table string, changed func()) (stop func()) {
+func (n *FileNotifier) NotifyChanges(table string, changed func()) (stop func()) {
 	dir, match, ok := n.target(table)
 	if !ok {
 		return nil
@@ -113,11 +115,11 @@ func (n *fileNotifier) NotifyChanges(table string, changed func()) (stop func())
 }
 
 // Close stops every watch.
-func (n *fileNotifier) Close() error { return n.w.Close() }
+func (n *FileNotifier) Close() error { return n.w.Close() }
 
 // NotifyChanges is the file notifications of the table's commits (see
-// fileNotifier), when --watch-files is on.
-func (s *suggestingTables) NotifyChanges(table string, changed func()) (stop func()) {
+// FileNotifier), when --watch-files is on.
+func (s *Tables) NotifyChanges(table string, changed func()) (stop func()) {
 	if s.notify == nil {
 		return nil
 	}
