@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -12,6 +13,7 @@ import (
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 	"github.com/sluicefeed/sluice/progress"
 )
@@ -198,5 +200,23 @@ func TestCodeOfChains(t *testing.T) {
 		if got := codeOf(c.err); got != c.code {
 			t.Errorf("%s: codeOf(%v) = %s; want %s", c.name, c.err, got, c.code)
 		}
+	}
+}
+
+// TestClassCode: every error class has the gRPC code of its name; an
+// error of no class has Internal.
+func TestClassCode(t *testing.T) {
+	n := 0
+	for c := errclass.Class(1); !strings.HasPrefix(c.String(), "Class("); c++ {
+		if got := classCode(c); got.String() != c.String() {
+			t.Errorf("class %v has the code %v", c, got)
+		}
+		n++
+	}
+	if n < 11 {
+		t.Errorf("%d classes; want the contract's 11", n)
+	}
+	if got := classCode(0); got != codes.Internal {
+		t.Errorf("no class has the code %v; want Internal", got)
 	}
 }
