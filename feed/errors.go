@@ -1,56 +1,61 @@
 package feed
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
+)
 
 // Sentinel errors of the engine. Errors returned by this package wrap one of
 // these (with %w) together with the table, snapshot or column concerned, so
-// callers classify them with errors.Is.
+// callers classify them with errors.Is. Each that a request can meet has
+// its class of failure (errclass), which the server maps to a gRPC code.
 var (
 	// ErrInvalidRequest reports a malformed request: a missing table, a
 	// window given both as a snapshot and a timestamp, duplicate columns.
-	ErrInvalidRequest = errors.New("feed: invalid request")
+	ErrInvalidRequest = errclass.New(errclass.InvalidArgument, "feed: invalid request")
 	// ErrUnknownColumn reports a projected, identity or filter column that
 	// the window's end schema does not have.
-	ErrUnknownColumn = errors.New("feed: unknown column")
+	ErrUnknownColumn = errclass.New(errclass.InvalidArgument, "feed: unknown column")
 	// ErrInvalidFilter reports a filter that does not parse or does not
 	// type-check against the schema.
-	ErrInvalidFilter = errors.New("feed: invalid filter")
+	ErrInvalidFilter = errclass.New(errclass.InvalidArgument, "feed: invalid filter")
 	// ErrNotAncestor reports a window whose start is not an ancestor of its
 	// end on the table's lineage.
-	ErrNotAncestor = errors.New("feed: from snapshot is not an ancestor of to snapshot")
+	ErrNotAncestor = errclass.New(errclass.InvalidArgument, "feed: from snapshot is not an ancestor of to snapshot")
 	// ErrSnapshotNotFound reports a snapshot id that the table's metadata
 	// does not hold, or a timestamp before the table's first snapshot.
-	ErrSnapshotNotFound = errors.New("feed: snapshot not found")
+	ErrSnapshotNotFound = errclass.New(errclass.NotFound, "feed: snapshot not found")
 	// ErrResyncRequired reports a window that starts before the table's
 	// retained history, or whose manifests or data files are gone: the
 	// consumer must re-read the table from a snapshot still readable.
-	ErrResyncRequired = errors.New("feed: resync required")
+	ErrResyncRequired = errclass.New(errclass.FailedPrecondition, "feed: resync required")
 	// ErrUnsupported reports a snapshot or table feature that this version
 	// of the engine cannot turn into exact row changes. The engine fails
 	// rather than skip a snapshot or emit wrong rows.
-	ErrUnsupported = errors.New("feed: unsupported")
+	ErrUnsupported = errclass.New(errclass.FailedPrecondition, "feed: unsupported")
 	// ErrInconsistentSnapshot reports a snapshot whose manifests disagree
 	// with its summary (the files it added or removed): the engine fails
 	// rather than emit a feed that does not add up.
-	ErrInconsistentSnapshot = errors.New("feed: snapshot manifests disagree with its summary")
+	ErrInconsistentSnapshot = errclass.New(errclass.FailedPrecondition, "feed: snapshot manifests disagree with its summary")
 	// ErrUnreadable reports a manifest, data or delete file that exists but
 	// cannot be decoded: damaged, truncated, or not what its metadata says.
-	ErrUnreadable = errors.New("feed: unreadable table file")
+	ErrUnreadable = errclass.New(errclass.FailedPrecondition, "feed: unreadable table file")
 	// ErrStorageUnavailable reports storage that could not be reached.
-	ErrStorageUnavailable = errors.New("feed: storage unavailable")
+	ErrStorageUnavailable = errclass.New(errclass.Unavailable, "feed: storage unavailable")
 	// ErrInternal reports a bug met during a read: a panic, contained to the
 	// read it happened in (see PanicError).
 	ErrInternal = errors.New("feed: internal error")
 	// ErrSpill reports a failure to write or read the temporary files of a
 	// read whose changes exceeded the memory budget (a full or unwritable
 	// spill directory).
-	ErrSpill = errors.New("feed: spill to disk failed")
+	ErrSpill = errclass.New(errclass.ResourceExhausted, "feed: spill to disk failed")
 	// ErrLeakedReads reports, from Engine.Close, reads still running.
 	ErrLeakedReads = errors.New("feed: reads still running")
 	// ErrTooLarge reports a single row too large to fit in one batch.
-	ErrTooLarge = errors.New("feed: row too large")
+	ErrTooLarge = errclass.New(errclass.ResourceExhausted, "feed: row too large")
 	// ErrSchemaChanged ends a stream when the table's schema changes under
 	// it: a stream has one schema, so the changes from then on must be read
 	// by a new stream.
-	ErrSchemaChanged = errors.New("feed: schema changed")
+	ErrSchemaChanged = errclass.New(errclass.FailedPrecondition, "feed: schema changed")
 )
