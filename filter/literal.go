@@ -304,4 +304,3 @@ func decimalLiteral(field lake.Field, dt lake.DecimalType, l literal) (lake.Valu
 	}
 	return lake.DecimalValue(dt, decimal128.FromBigInt(unscaled)), nil
 }
-

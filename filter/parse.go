@@ -400,4 +400,3 @@ var reserved = map[string]bool{"AND": true, "OR": true, "NOT": true, "IN": true,
 	"TRUE": true, "FALSE": true}
 
 func isReserved(word string) bool { return reserved[strings.ToUpper(word)] }
-
