@@ -87,7 +87,7 @@ func canonValue(t *testing.T, a arrow.Array, i int) any {
 		return c.Value(i).ToTime(unit).UTC().Format("2006-01-02T15:04:05.000000")
 	case *array.Map:
 		start, end := c.ValueOffsets(i)
-		var pairs [][]any
+		pairs := [][]any{}
 		for j := start; j < end; j++ {
 			pairs = append(pairs, []any{canonValue(t, c.Keys(), int(j)), canonValue(t, c.Items(), int(j))})
 		}

@@ -73,13 +73,35 @@ func partitionString(v any, t DataType, legacy bool) string {
 			return x.Format("2006-01-02")
 		}
 		if legacy {
-			return x.Format("2006-01-02T15:04:05.999999999")
+			return localDateTimeString(x)
 		}
 		return x.Format("2006-01-02 15:04:05.999999999")
 	case []byte:
 		return string(x)
 	}
 	return fmt.Sprint(v)
+}
+
+// localDateTimeString renders t as Java's LocalDateTime.toString does
+// (Paimon's legacy partition names): seconds only when not zero, the
+// fraction in groups of three digits.
+func localDateTimeString(t time.Time) string {
+	s := t.Format("2006-01-02T15:04")
+	ns := t.Nanosecond()
+	if t.Second() == 0 && ns == 0 {
+		return s
+	}
+	s += fmt.Sprintf(":%02d", t.Second())
+	switch {
+	case ns == 0:
+	case ns%1e6 == 0:
+		s += fmt.Sprintf(".%03d", ns/1e6)
+	case ns%1e3 == 0:
+		s += fmt.Sprintf(".%06d", ns/1e3)
+	default:
+		s += fmt.Sprintf(".%09d", ns)
+	}
+	return s
 }
 
 // escapePathName escapes the characters Paimon (as Hive) escapes in a

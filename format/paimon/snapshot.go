@@ -149,9 +149,10 @@ func (t *Table) Snapshots(ctx context.Context) (SnapshotRange, error) {
 	return r, nil
 }
 
-// snapshotsFromHints reads the range from the EARLIEST and LATEST hints,
-// checking that both snapshots exist and moving LATEST forward to the
-// last snapshot that does (Paimon writes the hint after the snapshot).
+// snapshotsFromHints reads the range from the LATEST hint, moved forward
+// to the last snapshot that exists (Paimon writes the hint after the
+// snapshot), and the EARLIEST hint, or a search for the first snapshot
+// still there when that hint is missing.
 func (t *Table) snapshotsFromHints(ctx context.Context, listErr error) (SnapshotRange, error) {
 	hint := func(name string) (int64, error) {
 		b, err := fs.ReadFile(t.fsys, path.Join(snapshotDir, name))
@@ -163,10 +164,6 @@ func (t *Table) snapshotsFromHints(ctx context.Context, listErr error) (Snapshot
 			return 0, fmt.Errorf("%w: table %q: hint %s holds %q", ErrCorrupt, t.name, name, b)
 		}
 		return n, nil
-	}
-	earliest, err := hint("EARLIEST")
-	if err != nil {
-		return SnapshotRange{}, err
 	}
 	latest, err := hint("LATEST")
 	if err != nil {
@@ -180,6 +177,24 @@ func (t *Table) snapshotsFromHints(ctx context.Context, listErr error) (Snapshot
 			break
 		}
 		latest++
+	}
+	earliest, err := hint("EARLIEST")
+	if err != nil || earliest > latest {
+		// Without a usable EARLIEST, find the first snapshot still there:
+		// expiration removes a prefix, so the present ones are a range.
+		lo, hi := int64(1), latest
+		for lo < hi {
+			if err := ctx.Err(); err != nil {
+				return SnapshotRange{}, err
+			}
+			mid := lo + (hi-lo)/2
+			if _, err := fs.Stat(t.fsys, snapshotFile(mid)); err == nil {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		earliest = lo
 	}
 	return SnapshotRange{Earliest: earliest, Latest: latest}, nil
 }

@@ -91,15 +91,15 @@ def gen_append(catalog, rec, rng):
     next_id = 0
     pa_schema = APPEND_SCHEMA
     extra = None
-    for step in range(14):
+    for step in range(10):
         table = catalog.get_table(f"{DB}.{name}")
-        if step == 8:
+        if step == 6:
             catalog.alter_table(f"{DB}.{name}", [SchemaChange.add_column("qty", AtomicType("INT"))], False)
             pa_schema = APPEND_SCHEMA.append(pa.field("qty", pa.int32()))
             extra = "qty"
             table = catalog.get_table(f"{DB}.{name}")
         n = rng.randint(5, 25)
-        if step in (5, 11):
+        if step in (4, 8):
             dt = rng.choice(dts)
             data = append_rows(rng, next_id, n, [dt], pa_schema, extra)
             write(table, data, overwrite={"dt": dt})
@@ -199,9 +199,9 @@ def main():
     expected = os.path.join(out, "expected", DB)
 
     gen_append(catalog, Recorder(expected, "append_log", "pypaimon"), rng)
-    gen_pk(catalog, Recorder(expected, "pk_dedup", "pypaimon"), rng, "pk_dedup", {}, True, 16)
+    gen_pk(catalog, Recorder(expected, "pk_dedup", "pypaimon"), rng, "pk_dedup", {}, True, 12)
     gen_pk(catalog, Recorder(expected, "pk_input_changelog", "pypaimon"), rng, "pk_input_changelog",
-           {"changelog-producer": "input", "bucket": "1"}, False, 12)
+           {"changelog-producer": "input", "bucket": "1"}, False, 10)
 
 
 if __name__ == "__main__":
