@@ -38,7 +38,7 @@ func snapshotChanges(t *testing.T, tbl *Table, s *Snapshot, mem memory.Allocator
 		var delta []ManifestEntry
 		delta, err = tbl.Delta(ctx, s)
 		for _, e := range delta {
-			if e.Kind == KindAdd && !(opts.DeletionVectors && e.File.Level == 0) {
+			if e.Kind == KindAdd && (!opts.DeletionVectors || e.File.Level > 0) {
 				entries = append(entries, e)
 			}
 		}

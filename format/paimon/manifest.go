@@ -438,3 +438,22 @@ func (t *Table) Changelog(ctx context.Context, s *Snapshot) ([]ManifestEntry, er
 	}
 	return es, nil
 }
+
+// ValueStatsFields are the fields of fileSchema (the schema d was written
+// with) that d.ValueStats covers, in order: those ValueStatsCols names, or
+// every field when it names none (null in the manifest). An empty but
+// present ValueStatsCols means the file has no value statistics.
+func (d *DataFile) ValueStatsFields(fileSchema *Schema) ([]Field, error) {
+	if d.ValueStatsCols == nil {
+		return fileSchema.Fields, nil
+	}
+	out := make([]Field, 0, len(d.ValueStatsCols))
+	for _, n := range d.ValueStatsCols {
+		f, ok := fileSchema.FieldByName(n)
+		if !ok {
+			return nil, fmt.Errorf("%w: data file %s: statistics of column %q the schema lacks", ErrCorrupt, d.FileName, n)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}

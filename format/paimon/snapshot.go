@@ -353,3 +353,22 @@ func (t *Table) Tag(ctx context.Context, name string) (*Snapshot, error) {
 	}
 	return s, nil
 }
+
+// SnapshotList reads every snapshot still present, in lineage order
+// (oldest first). A snapshot expiring while the list is read ends it with
+// ErrSnapshotExpired.
+func (t *Table) SnapshotList(ctx context.Context) ([]*Snapshot, error) {
+	r, err := t.Snapshots(ctx)
+	if err != nil || r.Latest == 0 {
+		return nil, err
+	}
+	out := make([]*Snapshot, 0, r.Latest-r.Earliest+1)
+	for id := r.Earliest; id <= r.Latest; id++ {
+		s, err := t.Snapshot(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

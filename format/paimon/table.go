@@ -38,9 +38,13 @@ type Table struct {
 type Option func(*Table)
 
 // WithAllocator sets the allocator of the record batches the table's
-// readers return (default memory.DefaultAllocator).
+// readers return (default memory.DefaultAllocator; nil keeps it).
 func WithAllocator(mem memory.Allocator) Option {
-	return func(t *Table) { t.mem = mem }
+	return func(t *Table) {
+		if mem != nil {
+			t.mem = mem
+		}
+	}
 }
 
 // Open opens the Paimon table whose folder fsys is rooted at (local or
