@@ -49,8 +49,11 @@ func (t *Table) ReadSplit(ctx context.Context, target *Schema, sp *Split, fn fun
 	return t.mergeSplit(ctx, target, opts, sp, fn)
 }
 
-// winner is the record that currently wins a key.
-type winner struct {
+// record is one record of a key: where it is, its sequence number and
+// row kind.
+type winner = keyRecord
+
+type keyRecord struct {
 	batch, row int
 	seq        int64
 	kind       RowKind
@@ -84,6 +87,9 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, opts Options, sp
 	keyCols, err := keyColumns(target)
 	if err != nil {
 		return fmt.Errorf("table %q: %w", t.name, err)
+	}
+	if opts.MergeEngine == MergePartialUpdate {
+		return t.partialUpdate(ctx, target, batches, keyCols, fn)
 	}
 	wins := map[string]winner{}
 	var key []byte

@@ -95,8 +95,12 @@ func (t *Table) checkReadable(s *Schema, opts Options) error {
 	}
 	switch opts.MergeEngine {
 	case MergeDeduplicate:
-	case MergePartialUpdate, MergeAggregation, MergeFirstRow:
-		return fmt.Errorf("%w: table %q uses merge engine %s (only deduplicate is read)", ErrUnsupportedMergeEngine, t.name, opts.MergeEngine)
+	case MergePartialUpdate:
+		if err := t.checkPartialUpdate(s); err != nil {
+			return err
+		}
+	case MergeAggregation, MergeFirstRow:
+		return fmt.Errorf("%w: table %q uses merge engine %s (deduplicate and partial-update are read)", ErrUnsupportedMergeEngine, t.name, opts.MergeEngine)
 	default:
 		return fmt.Errorf("%w: table %q uses merge engine %q", ErrUnsupportedMergeEngine, t.name, opts.MergeEngine)
 	}
