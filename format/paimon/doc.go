@@ -2,7 +2,8 @@
 // with no JVM and no Python: snapshots and tags (JSON), schemas by field id,
 // manifest lists, manifests and index manifests (Avro), data files in
 // Parquet, deletion vectors, and the merge on read of primary-key tables
-// over their LSM levels (deduplicate merge engine).
+// over their LSM levels (deduplicate, partial-update and aggregation merge
+// engines).
 //
 // A Table is opened on an fs.FS rooted at the table's folder. Its
 // snapshots are listed with their parents, times and commit kinds; for a
@@ -12,7 +13,8 @@
 // read as Arrow record batches of the merged state. Errors wrap the
 // sentinels of errors.go.
 //
-// Only what this package reads is supported: ORC and Avro data files,
-// the partial-update, aggregation and first-row merge engines, and
-// sequence fields are refused with sentinels naming them.
+// What it does not read is refused with sentinels naming it: ORC and Avro
+// data files, the first-row merge engine, partial-update sequence groups,
+// aggregate functions other than sum, min, max and the first/last value
+// ones, retractions of aggregated rows, and sequence fields.
 package paimon

@@ -107,7 +107,7 @@ func refusedEngine(t *testing.T, tbl *Table) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.PrimaryKeys) > 0 && o.MergeEngine != MergeDeduplicate && o.MergeEngine != MergePartialUpdate {
+	if len(s.PrimaryKeys) > 0 && o.MergeEngine == MergeFirstRow {
 		return o.MergeEngine
 	}
 	return ""

@@ -88,8 +88,12 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, opts Options, sp
 	if err != nil {
 		return fmt.Errorf("table %q: %w", t.name, err)
 	}
-	if opts.MergeEngine == MergePartialUpdate {
-		return t.partialUpdate(ctx, target, batches, keyCols, fn)
+	if opts.MergeEngine == MergePartialUpdate || opts.MergeEngine == MergeAggregation {
+		m, err := t.newFieldMerger(target, opts.MergeEngine)
+		if err != nil {
+			return err
+		}
+		return m.merge(ctx, t, target, batches, keyCols, fn)
 	}
 	wins := map[string]winner{}
 	var key []byte

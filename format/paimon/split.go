@@ -95,12 +95,12 @@ func (t *Table) checkReadable(s *Schema, opts Options) error {
 	}
 	switch opts.MergeEngine {
 	case MergeDeduplicate:
-	case MergePartialUpdate:
-		if err := t.checkPartialUpdate(s); err != nil {
+	case MergePartialUpdate, MergeAggregation:
+		if _, err := t.newFieldMerger(s, opts.MergeEngine); err != nil {
 			return err
 		}
-	case MergeAggregation, MergeFirstRow:
-		return fmt.Errorf("%w: table %q uses merge engine %s (deduplicate and partial-update are read)", ErrUnsupportedMergeEngine, t.name, opts.MergeEngine)
+	case MergeFirstRow:
+		return fmt.Errorf("%w: table %q uses merge engine %s (deduplicate, partial-update and aggregation are read)", ErrUnsupportedMergeEngine, t.name, opts.MergeEngine)
 	default:
 		return fmt.Errorf("%w: table %q uses merge engine %q", ErrUnsupportedMergeEngine, t.name, opts.MergeEngine)
 	}

@@ -302,3 +302,35 @@ func TestPartitionString(t *testing.T) {
 		t.Errorf("escapePathName: %q", got)
 	}
 }
+
+func TestMergeEngineRefusals(t *testing.T) {
+	tbl := &Table{name: "t"}
+	base := func(opts map[string]string) *Schema {
+		return &Schema{Fields: []Field{{ID: 0, Name: "k", Type: DataType{Root: TypeInt}}, {ID: 1, Name: "v", Type: DataType{Root: TypeVarChar, Nullable: true}}},
+			PrimaryKeys: []string{"k"}, Options: opts}
+	}
+	for _, c := range []struct {
+		opts map[string]string
+		want error
+	}{
+		{map[string]string{"merge-engine": "first-row"}, ErrUnsupportedMergeEngine},
+		{map[string]string{"merge-engine": "aggregation", "fields.v.aggregate-function": "listagg"}, ErrUnsupportedMergeEngine},
+		{map[string]string{"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}, ErrUnsupportedMergeEngine},
+		{map[string]string{"merge-engine": "partial-update", "fields.v.sequence-group": "k"}, ErrUnsupportedMergeEngine},
+		{map[string]string{"merge-engine": "nope"}, ErrUnsupportedMergeEngine},
+		{map[string]string{"sequence.field": "v"}, ErrUnsupported},
+		{map[string]string{"merge-engine": "aggregation", "fields.v.aggregate-function": "max"}, nil},
+		{map[string]string{"merge-engine": "partial-update"}, nil},
+		{map[string]string{}, nil},
+	} {
+		s := base(c.opts)
+		o, err := s.TableOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = tbl.checkReadable(s, o)
+		if (c.want == nil) != (err == nil) || (c.want != nil && !errors.Is(err, c.want)) {
+			t.Errorf("%v: got %v, want %v", c.opts, err, c.want)
+		}
+	}
+}
