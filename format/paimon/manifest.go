@@ -121,7 +121,9 @@ func (e *ManifestEntry) id() identifier {
 	return identifier{string(e.PartitionBytes), e.Bucket, e.File.Level, e.File.FileName}
 }
 
-// readManifestFile reads and decodes a file of manifest/ (or index/).
+// readMeta reads an Avro file of dir (manifest/) and calls fn with each
+// record; a missing file is ErrSnapshotExpired, one that does not decode
+// ErrCorrupt.
 func (t *Table) readMeta(ctx context.Context, dir, name string, fn func(record) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

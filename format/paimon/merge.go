@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 )
-
-type roaringBitmap = roaring.Bitmap
 
 // ReadSplit reads the state of split sp as batches of target (usually
 // the schema of the snapshot the split is of; its options say how to
@@ -49,10 +46,8 @@ func (t *Table) ReadSplit(ctx context.Context, target *Schema, sp *Split, fn fun
 	return t.mergeSplit(ctx, target, opts, sp, fn)
 }
 
-// record is one record of a key: where it is, its sequence number and
-// row kind.
-type winner = keyRecord
-
+// keyRecord is one record of a key: where it is (batch and row), its
+// sequence number and row kind.
 type keyRecord struct {
 	batch, row int
 	seq        int64
@@ -95,7 +90,7 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, opts Options, sp
 		}
 		return m.merge(ctx, t, target, batches, keyCols, fn)
 	}
-	wins := map[string]winner{}
+	wins := map[string]keyRecord{}
 	var key []byte
 	for bi, b := range batches {
 		seqs, ok1 := b.Column(0).(*array.Int64)
@@ -115,7 +110,7 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, opts Options, sp
 			for _, c := range keyCols {
 				key = appendKey(key, b.Column(c), r)
 			}
-			w := winner{batch: bi, row: r, seq: seqs.Value(r), kind: kind}
+			w := keyRecord{batch: bi, row: r, seq: seqs.Value(r), kind: kind}
 			if old, ok := wins[string(key)]; !ok || w.seq >= old.seq {
 				wins[string(key)] = w
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -112,7 +113,7 @@ func (t *Table) checkReadable(s *Schema, opts Options) error {
 
 // deletionVector reads the deletion vector of data file name in split sp,
 // nil when it has none.
-func (t *Table) deletionVector(ctx context.Context, sp *Split, name string) (*roaringBitmap, error) {
+func (t *Table) deletionVector(ctx context.Context, sp *Split, name string) (*roaring.Bitmap, error) {
 	d, ok := sp.DeletionVectors[name]
 	if !ok {
 		return nil, nil
