@@ -186,7 +186,7 @@ type Options struct {
 	RowKindField string
 }
 
-// Options are the schema's table options with Paimon's defaults.
+// TableOptions are the schema's table options, with Paimon's defaults.
 func (s *Schema) TableOptions() (Options, error) {
 	o := Options{Bucket: -1, MergeEngine: MergeDeduplicate, ChangelogProducer: ChangelogNone,
 		FileFormat: "parquet", PartitionDefaultName: "__DEFAULT_PARTITION__"}
