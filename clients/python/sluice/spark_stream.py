@@ -57,12 +57,17 @@ try:  # Spark 4.2+
     from pyspark.sql.streaming import datasource as _limits
 
     ADMISSION_CONTROL = hasattr(_limits, "ReadMaxRows")
+    _AvailableNow: Any = _limits.SupportsTriggerAvailableNow
 except ImportError:  # pragma: no cover - Spark 4.0 and 4.1: no admission control
     ADMISSION_CONTROL = False
+    _AvailableNow = object
 
 
 def estimated_rows(snapshot: Dict[str, Any]) -> int:
-    """A snapshot's change rows as its summary counts them (at least 1)."""
+    """A snapshot's change rows as its summary counts them (at least 1;
+    0 for a ``replace``, which changes no row)."""
+    if snapshot.get("operation") == "replace":
+        return 0
     summary = snapshot.get("summary") or {}
     n = 0
     for k in _ROW_KEYS:
@@ -77,7 +82,7 @@ def _offset(commit_seq: int, snapshot: Optional[int]) -> Dict[str, int]:
     return {"commit_seq": int(commit_seq), "snapshot": -1 if snapshot is None else int(snapshot)}
 
 
-class SluiceStreamReader(DataSourceStreamReader):
+class SluiceStreamReader(DataSourceStreamReader, _AvailableNow):
     """Micro-batches of a table's new snapshots, one window each."""
 
     def __init__(self, opts: ReadOptions, schema: pa.Schema) -> None:
@@ -100,6 +105,9 @@ class SluiceStreamReader(DataSourceStreamReader):
         self.opts = with_request(opts, columns=data_columns(schema, opts.flat))
         self.arrow = schema
         self._client: Optional[Client] = None
+        # Trigger.AvailableNow: the position when the query started, which
+        # no micro-batch passes.
+        self._target: Optional[Dict[str, int]] = None
 
     def __getstate__(self) -> Dict[str, Any]:
         """Pickle without the driver's connection."""
@@ -113,8 +121,16 @@ class SluiceStreamReader(DataSourceStreamReader):
         return self._client
 
     def _position(self) -> Dict[str, int]:
+        if self._target is not None:
+            return dict(self._target)
         pos = self._conn().commit_seq(self.opts.table)
         return _offset(pos["commit_seq"], pos.get("snapshot"))
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: read up to the current snapshot, in as
+        many micro-batches as the read limit makes, and no further."""
+        self._target = None
+        self._target = self._position()
 
     def initialOffset(self) -> Dict[str, int]:
         """Where a new query starts (the ``starting`` option)."""
