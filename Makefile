@@ -540,3 +540,4 @@ clean:
 
 # The Spark backend's test servers and test-spark (spark/, not part of test yet).
 include mk/spark.mk
+include mk/python-engines.mk

@@ -29,7 +29,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from ._wire import REUSE_CONNECTION
+from ._wire import REUSE_CONNECTION, basic_credentials, header_list
 from .client import Client, connect, normalize_uri
 from .errors import (
     Cancelled,
@@ -84,8 +84,10 @@ class Connection:
     timeout: Optional[float] = None
 
     def __post_init__(self) -> None:
-        """Check the URI (a ``host:port`` becomes ``grpc://host:port``)."""
+        """Check the URI (a ``host:port`` becomes ``grpc://host:port``)
+        and the credentials, as :func:`sluice.connect` does."""
         object.__setattr__(self, "uri", normalize_uri(self.uri))
+        basic_credentials(self.user, self.password, self.token, header_list(self.token, self.headers))
         if (self.cert_chain is None) != (self.private_key is None):
             raise InvalidArgument("give a client certificate and its private key together")
 
