@@ -43,6 +43,14 @@ def end_commit_seq(query) -> int:
     return int(end["commit_seq"]) if end else -1
 
 
+def acked(c, consumer: str, table: str):
+    """The consumer's acknowledged snapshot, None before its first ack."""
+    try:
+        return c.consumer_progress(consumer, table)["snapshot"]
+    except sluice.NotFound:
+        return None
+
+
 def wait_for(cond, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -74,6 +82,11 @@ def test_stream_sink_equals_table_after_each_micro_batch(spark, replicas, tmp_pa
                     tbl = tbl.refresh()
                 target = c.commit_seq("e2e.orders")["commit_seq"]
                 wait_for(lambda: end_commit_seq(query) >= target, 180, f"a micro-batch up to commit_seq {target}")
+            # The durable consumer follows the query: its ack comes at the
+            # trigger after the last batch.
+            final_snapshot = c.commit_seq("e2e.orders")["snapshot"]
+            wait_for(lambda: acked(c, "spark-e2e", "e2e.orders") == final_snapshot, 60,
+                     "the consumer's ack of the last batch")
     finally:
         query.stop()
     assert query.exception() is None

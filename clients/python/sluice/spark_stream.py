@@ -16,9 +16,10 @@ window's ends, which the offsets are, nor ``net_changes``):
   after the current snapshot), ``earliest`` (the whole history) or a
   snapshot id (changes after it). A query restarted from its checkpoint
   resumes there instead.
-- ``consumer``: a durable consumer id; after each micro-batch Spark
-  commits, the source acknowledges its end snapshot, so the consumer's
-  progress and lag (``sluice_consumer_lag_*``, ``client.list_consumers``)
+- ``consumer``: a durable consumer id; once Spark has committed a
+  micro-batch (when it asks for the next one, at the next trigger), the
+  source acknowledges the batch's end snapshot, so the consumer's
+  progress and lag (``client.list_consumers``, the server's metrics)
   follow the query. The checkpoint stays the source of truth: a failed ack
   is logged, not raised.
 - ``maxSnapshotsPerTrigger``, ``maxRowsPerTrigger`` (Spark 4.2+): admit at
@@ -108,6 +109,7 @@ class SluiceStreamReader(DataSourceStreamReader, _AvailableNow):
         # Trigger.AvailableNow: the position when the query started, which
         # no micro-batch passes.
         self._target: Optional[Dict[str, int]] = None
+        self._acked: Optional[int] = None  # the last snapshot acknowledged
 
     def __getstate__(self) -> Dict[str, Any]:
         """Pickle without the driver's connection."""
@@ -157,6 +159,11 @@ class SluiceStreamReader(DataSourceStreamReader, _AvailableNow):
     def latestOffset(self, start: Optional[Dict[str, Any]] = None, limit: Any = None) -> Dict[str, int]:
         """The end of the next micro-batch: the current snapshot, or the
         last snapshot the read limit admits after ``start``."""
+        if start is not None:
+            # Spark asks for the next batch once the one that ended at
+            # start is committed: acknowledge start (commit(end) comes only
+            # when the batch after it is planned).
+            self._ack(start)
         latest = self._position()
         if start is None or limit is None or not ADMISSION_CONTROL or isinstance(limit, _limits.ReadAllAvailable):
             return latest
@@ -210,12 +217,17 @@ class SluiceStreamReader(DataSourceStreamReader, _AvailableNow):
     def commit(self, end: Dict[str, Any]) -> None:
         """Spark has processed everything up to ``end``: acknowledge it for
         the durable consumer, if any (a failure is logged)."""
-        if not self.consumer or int(end.get("snapshot", -1)) == -1:
+        self._ack(end)
+
+    def _ack(self, offset: Dict[str, Any]) -> None:
+        snapshot = int(offset.get("snapshot", -1))
+        if not self.consumer or snapshot == -1 or snapshot == self._acked:
             return
         try:
-            self._conn().ack(self.consumer, self.opts.table, int(end["snapshot"]))
+            self._conn().ack(self.consumer, self.opts.table, snapshot)
+            self._acked = snapshot
         except Exception as exc:  # noqa: BLE001 - the checkpoint is the truth; the ack is for metrics
-            log.warning("sluice: ack of snapshot %s for consumer %s failed: %s", end["snapshot"], self.consumer, exc)
+            log.warning("sluice: ack of snapshot %s for consumer %s failed: %s", snapshot, self.consumer, exc)
 
     def stop(self) -> None:
         """Close the driver's connection."""
