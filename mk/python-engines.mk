@@ -27,7 +27,7 @@ ENGINES_PY := $(ENGINES_VENV)/bin/python
 PY_ENGINES_PACKAGES := pyspark==4.2.0 "ray[data]==2.60.0" pyarrow==26.0.1 pandas==2.3.3 pytest==9.2.0 \
 	"pyiceberg[sql-sqlite]==0.12.0"
 
-.PHONY: venv-engines test-engines
+.PHONY: venv-engines test-engines bench-engines
 
 ## venv-engines: the venv of the engine tests (pyspark, Ray, pyiceberg) in .tmp/venv-engines
 venv-engines: $(ENGINES_VENV)/.installed
@@ -43,3 +43,11 @@ test-engines: venv-engines
 	cd e2e/engines && SLUICE_FLIGHTD=$(BIN)/flightd PYTHONPATH=$(CURDIR)/clients/python \
 		PYSPARK_PYTHON=$(ENGINES_PY) PYSPARK_DRIVER_PYTHON=$(ENGINES_PY) SPARK_LOCAL_IP=127.0.0.1 \
 		$(ENGINES_PY) -m pytest -q -p no:cacheprovider -x .
+
+## bench-engines: one window of BENCH_ENGINE_ROWS rows read by pyarrow, by Spark local[2] and by Ray through one flightd and two replicas (time, CPU, peak RSS; docs/BENCHMARKS.md)
+BENCH_ENGINE_ROWS ?= 2000000
+bench-engines: venv-engines
+	$(GO) build -o $(BIN)/flightd ./cmd/flightd
+	cd e2e/engines && PYTHONPATH=$(CURDIR)/clients/python PYSPARK_PYTHON=$(ENGINES_PY) \
+		PYSPARK_DRIVER_PYTHON=$(ENGINES_PY) SPARK_LOCAL_IP=127.0.0.1 \
+		$(ENGINES_PY) bench_engines.py --flightd $(BIN)/flightd --rows $(BENCH_ENGINE_ROWS)

@@ -101,13 +101,13 @@ class Replicas:
     advertising itself and listing both as peers: a split window's
     endpoints spread over the two."""
 
-    def __init__(self, warehouse: Path, log_dir: Path) -> None:
+    def __init__(self, warehouse: Path, log_dir: Path, *extra: str) -> None:
         self.warehouse = warehouse
         ports = free_ports(2)
         peers = [f"grpc://127.0.0.1:{p}" for p in ports]
         # The first creates the demo table; the second serves it too.
-        self.servers = [Flightd(warehouse, ports[0], peers, log_dir, "--demo")]
-        self.servers.append(Flightd(warehouse, ports[1], peers, log_dir))
+        self.servers = [Flightd(warehouse, ports[0], peers, log_dir, "--demo", *extra)]
+        self.servers.append(Flightd(warehouse, ports[1], peers, log_dir, *extra))
 
     @property
     def uris(self) -> List[str]:

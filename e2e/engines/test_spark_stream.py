@@ -149,7 +149,7 @@ def test_stream_starting_latest_reads_only_new_commits(spark, replicas, tmp_path
     try:
         wait_for(lambda: query.lastProgress is not None, 180, "the first trigger")
         tbl.append(orders([4, 5]))
-        wait_for(lambda: read_batches(sink), 180, "a micro-batch")
+        wait_for(lambda: any(rows for _, rows in read_batches(sink)), 180, "a micro-batch with the new rows")
     finally:
         query.stop()
     rows = [r for _, b in read_batches(sink) for r in b]
