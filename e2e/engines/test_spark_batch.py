@@ -94,6 +94,10 @@ def test_bad_options_are_clear_errors(spark, replicas):
             load(spark, uri, DEMO, **options).collect()
     with pytest.raises(Exception, match="table is required"):
         spark.read.format("sluice").option("uri", uri).load().collect()
+    with pytest.raises(Exception, match="is not the window's"):
+        spark.read.format("sluice").schema("order_id long").option("uri", uri).option("table", DEMO).load().collect()
+    with pytest.raises(Exception, match="only for spark.readStream"):
+        load(spark, uri, DEMO, maxSnapshotsPerTrigger=2).collect()
 
 
 @pytest.fixture

@@ -168,17 +168,29 @@ class SluiceDataSource(DataSource):
         """The output schema, from GetSchema, as Spark types."""
         return from_arrow_schema(self._schema(), prefer_timestamp_ntz=True)
 
+    def _checked(self, schema: StructType) -> pa.Schema:
+        """The window's Arrow schema; a schema given with ``.schema(...)``
+        must have its columns and types (nullability aside)."""
+        arrow = self._schema()
+        ours = from_arrow_schema(arrow, prefer_timestamp_ntz=True)
+        if [(f.name, f.dataType) for f in schema.fields] != [(f.name, f.dataType) for f in ours.fields]:
+            from .errors import InvalidArgument
+
+            raise InvalidArgument(f"the schema given to the reader, {schema.simpleString()}, is not the "
+                                  f"window's: {ours.simpleString()} (leave .schema() out)")
+        return arrow
+
     def reader(self, schema: StructType) -> "SluiceReader":
         """A batch reader of the window."""
         if self.read_options.extra:
             raise_stream_only(self.read_options.extra)
-        return SluiceReader(self.read_options, self._schema())
+        return SluiceReader(self.read_options, self._checked(schema))
 
     def streamReader(self, schema: StructType) -> Any:
         """A micro-batch reader of the table's new snapshots."""
         from .spark_stream import SluiceStreamReader
 
-        return SluiceStreamReader(self.read_options, self._schema())
+        return SluiceStreamReader(self.read_options, self._checked(schema))
 
 
 class SluiceFilteringDataSource(SluiceDataSource):
@@ -188,7 +200,7 @@ class SluiceFilteringDataSource(SluiceDataSource):
         """A batch reader that takes Spark's filters."""
         if self.read_options.extra:
             raise_stream_only(self.read_options.extra)
-        return SluiceFilteringReader(self.read_options, self._schema())
+        return SluiceFilteringReader(self.read_options, self._checked(schema))
 
 
 def raise_stream_only(extra: Dict[str, str]) -> None:
