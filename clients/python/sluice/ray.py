@@ -21,9 +21,12 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, cast
 
 import pyarrow as pa
-from ray.data import Dataset, read_datasource
-from ray.data.block import BlockMetadata
-from ray.data.datasource import Datasource, ReadTask
+try:
+    from ray.data import Dataset, read_datasource
+    from ray.data.block import BlockMetadata
+    from ray.data.datasource import Datasource, ReadTask
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise ImportError("sluice.ray needs Ray Data: pip install 'sluice-client[ray]'") from exc
 
 from .engine_options import DEFAULT_MAX_ENDPOINTS
 from .parallel import Connection, Part, Plan, plan, read_part

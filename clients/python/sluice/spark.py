@@ -66,23 +66,27 @@ from dataclasses import replace
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    InputPartition,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-)
-from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
+
+try:
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceReader,
+        EqualTo,
+        Filter,
+        GreaterThan,
+        GreaterThanOrEqual,
+        In,
+        InputPartition,
+        IsNotNull,
+        IsNull,
+        LessThan,
+        LessThanOrEqual,
+        Not,
+    )
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import StructType
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise ImportError("sluice.spark needs pyspark 4.1 or newer: pip install 'sluice-client[spark]'") from exc
 
 from .engine_options import ReadOptions, read_options
 from .parallel import Part, plan, read_part
