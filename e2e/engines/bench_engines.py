@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 HERE = Path(__file__).resolve().parent
 TABLE = "bench.orders"
@@ -133,28 +133,28 @@ def hwm_bytes(pid: int) -> int:
     return 0
 
 
-def start_flightd(binary: str, warehouse: Path, n: int, log: Path) -> List[subprocess.Popen]:
+def start_flightd(binary: str, warehouse: Path, n: int, log: Path) -> List[Tuple[subprocess.Popen, str]]:
+    """n replicas of the warehouse, each advertising itself and listing
+    all as peers; returns each process with its URI."""
     sys.path.insert(0, str(HERE))
     from conftest import free_ports
 
     ports = free_ports(n)
     peers = ",".join(f"grpc://127.0.0.1:{p}" for p in ports)
-    procs = []
+    out = []
     for p in ports:
         ready = log.with_name(f"ready-{p}")
-        procs.append(subprocess.Popen([binary, "--warehouse", str(warehouse), "--listen", f"127.0.0.1:{p}",
-                                       "--advertise", f"grpc://127.0.0.1:{p}", "--peers", peers,
-                                       "--ready-file", str(ready)],
-                                      stdout=open(log, "ab"), stderr=subprocess.STDOUT))
+        with open(log, "ab") as f:
+            proc = subprocess.Popen([binary, "--warehouse", str(warehouse), "--listen", f"127.0.0.1:{p}",
+                                     "--advertise", f"grpc://127.0.0.1:{p}", "--peers", peers,
+                                     "--ready-file", str(ready)], stdout=f, stderr=subprocess.STDOUT)
+        out.append((proc, f"grpc://127.0.0.1:{p}"))
         deadline = time.monotonic() + 60
         while not (ready.exists() and ready.read_text().strip()):
-            if time.monotonic() > deadline:
-                raise RuntimeError("flightd did not start")
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"flightd did not start: {log.read_text()[-2000:]}")
             time.sleep(0.05)
-    procs_ports = list(zip(procs, ports))
-    for proc, port in procs_ports:
-        proc.uri = f"grpc://127.0.0.1:{port}"  # type: ignore[attr-defined]
-    return procs
+    return out
 
 
 def run_arm(arm: str, uri: str, max_endpoints: int) -> Dict[str, float]:
@@ -215,12 +215,12 @@ def main() -> None:
         for label, arm, n in arms:
             servers = start_flightd(a.flightd, warehouse, n, Path(tmp) / "flightd.log")
             try:
-                before = sum(cpu_s(s.pid) for s in servers)
-                r = run_arm(arm, servers[0].uri, a.max_endpoints if arm != "pyarrow" else 1)  # type: ignore[attr-defined]
-                fl_cpu = sum(cpu_s(s.pid) for s in servers) - before
-                fl_rss = sum(hwm_bytes(s.pid) for s in servers)
+                before = sum(cpu_s(s.pid) for s, _ in servers)
+                r = run_arm(arm, servers[0][1], a.max_endpoints if arm != "pyarrow" else 1)
+                fl_cpu = sum(cpu_s(s.pid) for s, _ in servers) - before
+                fl_rss = sum(hwm_bytes(s.pid) for s, _ in servers)
             finally:
-                for s in servers:
+                for s, _ in servers:
                     s.terminate()
                     s.wait(timeout=60)
             rows = r["rows"] if r["rows"] >= 0 else a.rows
