@@ -5,9 +5,10 @@
 #   make test-engines    the venv, flightd, then pytest e2e/engines
 #   make venv-engines    only the venv: .tmp/venv-engines
 #
-# Included by the Makefile; also runs on its own (make -f mk/python-engines.mk
-# test-engines). Needs Java 17 or newer for Spark (make java) and Python
-# 3.11. The venv is its own (pyspark and Ray are large, about 700 MB
+# Included by the Makefile after mk/spark.mk: the Spark 4.1 install there
+# (with Iceberg's Spark runtime, which Spark 4.2 lacks) writes the
+# merge-on-read table that test_spark_mor.py reads. Needs Java 17 or newer
+# for Spark (make java) and Python 3.11. The venv is its own (pyspark and Ray are large, about 700 MB
 # together), not the tests' .tmp/venv. The client is not installed into
 # it: the tests import this tree's clients/python through PYTHONPATH,
 # which Spark's and Ray's Python workers inherit.
@@ -38,9 +39,9 @@ $(ENGINES_VENV)/.installed: mk/python-engines.mk
 	touch $@
 
 ## test-engines: Spark (local[2]) and Ray (2 CPUs) read flightd replicas through sluice.spark and sluice.ray (e2e/engines: 38 tests, 8.5 minutes on 2 cores under a load of 15 to 25; the first run also installs about 700 MB)
-test-engines: venv-engines
+test-engines: venv-engines $(SPARK41_DIR)/.installed
 	$(GO) build -o $(BIN)/flightd ./cmd/flightd
-	cd e2e/engines && SLUICE_FLIGHTD=$(BIN)/flightd PYTHONPATH=$(CURDIR)/clients/python \
+	cd e2e/engines && SLUICE_FLIGHTD=$(BIN)/flightd SLUICE_SPARK41=$(SPARK41_DIR) PYTHONPATH=$(CURDIR)/clients/python \
 		PYSPARK_PYTHON=$(ENGINES_PY) PYSPARK_DRIVER_PYTHON=$(ENGINES_PY) SPARK_LOCAL_IP=127.0.0.1 \
 		$(ENGINES_PY) -m pytest -q -p no:cacheprovider -x .
 
