@@ -38,7 +38,7 @@ $(ENGINES_VENV)/.installed: mk/python-engines.mk
 	$(ENGINES_PY) -m pip install --quiet --disable-pip-version-check $(PY_ENGINES_PACKAGES)
 	touch $@
 
-## test-engines: Spark (local[2]) and Ray (2 CPUs) read flightd replicas through sluice.spark and sluice.ray (e2e/engines: 38 tests, 8.5 minutes on 2 cores under a load of 15 to 25; the first run also installs about 700 MB)
+## test-engines: Spark (local[2]) and Ray (2 CPUs) read flightd replicas through sluice.spark and sluice.ray (e2e/engines: 39 tests, 7.5 minutes on 2 cores under a load of 11 to 15; the first run also installs about 700 MB, and make spark-connect's Spark 4.1)
 test-engines: venv-engines $(SPARK41_DIR)/.installed
 	$(GO) build -o $(BIN)/flightd ./cmd/flightd
 	cd e2e/engines && SLUICE_FLIGHTD=$(BIN)/flightd SLUICE_SPARK41=$(SPARK41_DIR) PYTHONPATH=$(CURDIR)/clients/python \
