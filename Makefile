@@ -549,3 +549,4 @@ clean:
 # The Spark backend's test servers and test-spark (spark/, not part of test yet).
 include mk/spark.mk
 include mk/paimon.mk
+include mk/python-engines.mk

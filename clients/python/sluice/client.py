@@ -181,6 +181,8 @@ class Client:
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
+        *,
+        max_endpoints: Optional[int] = None,
     ) -> flight.FlightInfo:
         """Plan a change window with GetFlightInfo and return the FlightInfo.
 
@@ -188,10 +190,15 @@ class Client:
         output schema, the endpoints whose tickets pin the window, the row
         count when it is known in advance (else -1), and in its
         ``app_metadata`` a JSON summary of the pinned window. Arguments are
-        those of :meth:`changes`.
+        those of :meth:`changes`, and ``max_endpoints``: split the window
+        into at most this many endpoints (by snapshot, and a large
+        snapshot that only adds rows by its data files), each with the
+        locations of the replicas that serve it, for a parallel reader
+        (:mod:`sluice.parallel`); not with ``net_changes``.
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                             net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
+                             net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout,
+                             max_endpoints=max_endpoints)
         descriptor = flight.FlightDescriptor.for_command(encode(req))
         return self._wire.call(lambda options: self._wire.flight.get_flight_info(descriptor, options=options))
 
@@ -199,33 +206,59 @@ class Client:
         """Yield (batch, app_metadata) of every endpoint of a FlightInfo, in
         order. A failure at any point raises a SluiceError: the iterator
         never ends early without one."""
-        schema = info.schema
-        wire = self._wire
         for endpoint in info.endpoints:
-            stream = wire.open_stream(endpoint.ticket, wire.client_for(endpoint))
-            done = False
-            try:
-                with translated():
-                    if not stream.schema.equals(schema, check_metadata=False):
-                        raise Internal(f"an endpoint streams schema {stream.schema} instead of the planned "
-                                       f"schema {schema}")
-                    while True:
-                        try:
-                            chunk = stream.read_chunk()
-                        except StopIteration:
-                            break
-                        if wire.closed:
-                            raise FailedPrecondition("the client was closed during the read")
-                        yield chunk.data, chunk.app_metadata
-                done = True
-            finally:
-                wire.untrack(stream)
-                if not done:
-                    # Abandoned or failed mid-stream: tell the server.
+            yield from self._ticket_chunks(endpoint.ticket, self._wire.client_for(endpoint), info.schema)
+
+    def _ticket_chunks(self, ticket: flight.Ticket, fc: flight.FlightClient, schema: Optional[pa.Schema],
+                       ) -> Iterator[Tuple[Optional[pa.RecordBatch], Optional[pa.Buffer]]]:
+        """Yield (batch, app_metadata) of one ticket's stream from ``fc``;
+        with ``schema``, the stream must have it (metadata aside)."""
+        wire = self._wire
+        stream = wire.open_stream(ticket, fc)
+        done = False
+        try:
+            with translated():
+                if schema is not None and not stream.schema.equals(schema, check_metadata=False):
+                    raise Internal(f"an endpoint streams schema {stream.schema} instead of the planned "
+                                   f"schema {schema}")
+                while True:
                     try:
-                        stream.cancel()
-                    except Exception:  # noqa: BLE001 - best effort on the way out
-                        pass
+                        chunk = stream.read_chunk()
+                    except StopIteration:
+                        break
+                    if wire.closed:
+                        raise FailedPrecondition("the client was closed during the read")
+                    yield chunk.data, chunk.app_metadata
+            done = True
+        finally:
+            wire.untrack(stream)
+            if not done:
+                # Abandoned or failed mid-stream: tell the server.
+                try:
+                    stream.cancel()
+                except Exception:  # noqa: BLE001 - best effort on the way out
+                    pass
+
+    def read_ticket(self, ticket: bytes, schema: Optional[pa.Schema] = None) -> Iterator[ChangeBatch]:
+        """Stream one endpoint's ticket from this client's server with DoGet.
+
+        The step a parallel reader runs per endpoint (:mod:`sluice.parallel`
+        reads each endpoint from its locations in turn). ``ticket`` is the
+        ticket's bytes, as :meth:`flight_info` returned it; with ``schema``
+        (the FlightInfo's), a stream in another schema raises
+        :class:`sluice.Internal`. Batches come as :class:`ChangeBatch`
+        objects with their ``app_metadata``; a failure at any point raises
+        a :class:`SluiceError`.
+        """
+        if not isinstance(ticket, bytes):
+            raise TypeError(f"ticket must be bytes, not {type(ticket).__name__}")
+        empty = None
+        for data, meta in self._ticket_chunks(flight.Ticket(ticket), self._wire.flight, schema):
+            if data is None:
+                if empty is None:
+                    empty = pa.RecordBatch.from_pylist([], schema=schema)
+                data = empty
+            yield ChangeBatch(data, parse_metadata(meta))
 
     def batches(
         self,

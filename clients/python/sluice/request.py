@@ -81,6 +81,7 @@ def change_request(
     to_timestamp_ms: Optional[int] = None,
     compression: Optional[str] = None,
     layout: Optional[str] = None,
+    max_endpoints: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Validate the arguments of a change request and return its JSON object.
 
@@ -92,7 +93,7 @@ def change_request(
         TypeError: An argument of the wrong type (e.g. ``columns="id"``).
         InvalidArgument: A value the server would refuse: an empty table,
             both ``from_snapshot`` and ``from_timestamp_ms``, an unknown
-            compression, a duplicate column.
+            compression, a duplicate column, ``max_endpoints`` below 1.
     """
     if not isinstance(table, str):
         raise TypeError(f"table must be a str, not {type(table).__name__}")
@@ -144,6 +145,13 @@ def change_request(
             raise InvalidArgument("layout 'flat' holds one image per row, so not fold_updates (two images in one row)")
         if layout:
             req["layout"] = layout
+    if max_endpoints is not None:
+        if isinstance(max_endpoints, bool) or not isinstance(max_endpoints, int):
+            raise TypeError(f"max_endpoints must be an int, not {type(max_endpoints).__name__}")
+        if max_endpoints < 1:
+            raise InvalidArgument(f"max_endpoints {max_endpoints}: want 1 or more")
+        if max_endpoints > 1:
+            req["max_endpoints"] = max_endpoints
     return req
 
 

@@ -6,6 +6,7 @@ along, and its DataFrame helpers say which package to install.
     python check_wheel.py VERSION
 """
 
+import importlib
 import importlib.util
 import os
 import sys
@@ -31,6 +32,19 @@ def main() -> None:
             assert f"pip install 'sluice-client[{package}]'" in str(exc), exc
         else:
             raise AssertionError(f"{helper.__name__} without {package} raised no ImportError")
+    # The engines' readers are in the wheel; without their extras they say
+    # which to install, and sluice.parallel needs none.
+    importlib.import_module("sluice.parallel")
+
+    for module, extra in (("sluice.spark", "spark"), ("sluice.ray", "ray")):
+        if importlib.util.find_spec(extra if extra != "spark" else "pyspark") is not None:
+            continue
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            assert f"pip install 'sluice-client[{extra}]'" in str(exc), exc
+        else:
+            raise AssertionError(f"{module} imported without its extra")
     print(f"check-wheel: sluice-client {sluice.__version__} imports from its wheel alone (pyarrow {pa.__version__}); "
           "to_pandas and to_polars name the package they need")
 

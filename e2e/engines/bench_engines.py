@@ -1,0 +1,239 @@
+"""The engine readers at scale: one window read by Spark (local[2]) and
+Ray (2 CPUs) through one flightd and through two replicas, and by pyarrow
+through one stream (issue 23's benchmark; make bench-engines).
+
+    python bench_engines.py --flightd BIN --rows N [--max-endpoints 8] [--out FILE]
+
+It writes a table of N rows in 4 appends with pyiceberg (the window is its
+whole history), then runs each arm in a process of its own against fresh
+flightd processes. For each arm: the read's wall time (the engine's start
+apart), the CPU of the reader's process tree (Spark: the Python driver,
+its JVM and Python workers; Ray: the driver, its raylet and workers) and
+of flightd, from /proc, and the peak RSS of the reader's tree (the largest
+sum of its processes' RSS, sampled every 100 ms) and flightd's VmHWM.
+Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+HERE = Path(__file__).resolve().parent
+TABLE = "bench.orders"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+# -- the arms, each run as: python bench_engines.py --arm NAME --uri URI ...
+
+
+def arm_pyarrow(uri: str, max_endpoints: int) -> Dict[str, float]:
+    import sluice
+
+    t0 = time.monotonic()
+    with sluice.connect(uri) as c:
+        rows = sum(b.num_rows for b in c.changes(TABLE, layout="flat"))
+    return {"rows": rows, "read_s": time.monotonic() - t0, "start_s": 0.0}
+
+
+def arm_spark(uri: str, max_endpoints: int) -> Dict[str, float]:
+    from pyspark.sql import SparkSession
+
+    import sluice.spark
+
+    t0 = time.monotonic()
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.driver.memory", "2g").getOrCreate())
+    sluice.spark.register(spark)
+    started = time.monotonic()
+    df = (spark.read.format("sluice").option("uri", uri).option("table", TABLE)
+          .option("max_endpoints", str(max_endpoints)).load())
+    df.write.format("noop").mode("overwrite").save()  # every partition read, nothing kept
+    read_s = time.monotonic() - started
+    parts = df.rdd.getNumPartitions()
+    spark.stop()
+    return {"rows": -1, "read_s": read_s, "start_s": started - t0, "parts": parts}
+
+
+def arm_ray(uri: str, max_endpoints: int) -> Dict[str, float]:
+    import ray
+
+    import sluice.ray
+
+    t0 = time.monotonic()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=1 << 30)
+    started = time.monotonic()
+    ds = sluice.ray.read_changes(uri, TABLE, max_endpoints=max_endpoints).materialize()
+    read_s = time.monotonic() - started
+    rows = ds.count()
+    parts = ds.num_blocks()
+    ray.shutdown()
+    return {"rows": rows, "read_s": read_s, "start_s": started - t0, "parts": parts}
+
+
+ARMS = {"pyarrow": arm_pyarrow, "spark": arm_spark, "ray": arm_ray}
+
+
+# -- the harness
+
+
+def children() -> Dict[int, List[int]]:
+    kids: Dict[int, List[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def tree(pid: int) -> List[int]:
+    kids, out, todo = children(), [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def cpu_s(pid: int) -> float:
+    """utime + stime of a process (not of its children: each is sampled)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in f[11:13]) / TICK
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def hwm_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def start_flightd(binary: str, warehouse: Path, n: int, log: Path) -> List[Tuple[subprocess.Popen, str]]:
+    """n replicas of the warehouse, each advertising itself and listing
+    all as peers; returns each process with its URI."""
+    sys.path.insert(0, str(HERE))
+    from conftest import free_ports
+
+    ports = free_ports(n)
+    peers = ",".join(f"grpc://127.0.0.1:{p}" for p in ports)
+    out = []
+    for p in ports:
+        ready = log.with_name(f"ready-{p}")
+        with open(log, "ab") as f:
+            proc = subprocess.Popen([binary, "--warehouse", str(warehouse), "--listen", f"127.0.0.1:{p}",
+                                     "--advertise", f"grpc://127.0.0.1:{p}", "--peers", peers,
+                                     "--ready-file", str(ready)], stdout=f, stderr=subprocess.STDOUT)
+        out.append((proc, f"grpc://127.0.0.1:{p}"))
+        deadline = time.monotonic() + 60
+        while not (ready.exists() and ready.read_text().strip()):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"flightd did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.05)
+    return out
+
+
+def run_arm(arm: str, uri: str, max_endpoints: int) -> Dict[str, float]:
+    """Run an arm in a process of its own; sample its tree."""
+    proc = subprocess.Popen([sys.executable, __file__, "--arm", arm, "--uri", uri, "--max-endpoints",
+                             str(max_endpoints)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    cpu: Dict[int, float] = {}
+    peak = 0
+    while proc.poll() is None:
+        pids = tree(proc.pid)
+        for p in pids:
+            c = cpu_s(p)
+            if c:
+                cpu[p] = max(cpu.get(p, 0.0), c)
+        peak = max(peak, sum(rss_bytes(p) for p in pids))
+        time.sleep(0.1)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    if proc.returncode != 0:
+        raise RuntimeError(f"arm {arm} exited with {proc.returncode}: {out}")
+    result = json.loads(out.strip().splitlines()[-1])
+    result.update(cpu_s=sum(cpu.values()), peak_rss=peak)
+    return result
+
+
+def write_table(warehouse: Path, rows: int) -> None:
+    sys.path.insert(0, str(HERE))
+    from conftest import create_orders, orders
+
+    tbl = create_orders(warehouse, TABLE)
+    step = rows // 4
+    for k in range(4):
+        tbl.append(orders(list(range(k * step, rows if k == 3 else (k + 1) * step))))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arm")
+    ap.add_argument("--uri")
+    ap.add_argument("--flightd")
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--max-endpoints", type=int, default=8)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    if a.arm:
+        print(json.dumps(ARMS[a.arm](a.uri, a.max_endpoints)))
+        return
+    with tempfile.TemporaryDirectory(prefix="sluice-bench-engines-") as tmp:
+        warehouse = Path(tmp) / "warehouse"
+        warehouse.mkdir()
+        t0 = time.monotonic()
+        write_table(warehouse, a.rows)
+        print(f"wrote {a.rows} rows in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        lines = ["| reader | flightd | parts | rows | engine start | read | rate | CPU reader | CPU flightd "
+                 "| peak RSS reader | peak RSS flightd |",
+                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        arms = [("pyarrow, one stream", "pyarrow", 1), ("Spark local[2]", "spark", 1), ("Spark local[2]", "spark", 2),
+                ("Ray, 2 CPUs", "ray", 1), ("Ray, 2 CPUs", "ray", 2)]
+        for label, arm, n in arms:
+            servers = start_flightd(a.flightd, warehouse, n, Path(tmp) / "flightd.log")
+            try:
+                before = sum(cpu_s(s.pid) for s, _ in servers)
+                r = run_arm(arm, servers[0][1], a.max_endpoints if arm != "pyarrow" else 1)
+                fl_cpu = sum(cpu_s(s.pid) for s, _ in servers) - before
+                fl_rss = sum(hwm_bytes(s.pid) for s, _ in servers)
+            finally:
+                for s, _ in servers:
+                    s.terminate()
+                    s.wait(timeout=60)
+            rows = r["rows"] if r["rows"] >= 0 else a.rows
+            line = (f"| {label} | {n} | {r.get('parts', 1)} | {rows} | {r['start_s']:.1f} s | {r['read_s']:.2f} s "
+                    f"| {rows / r['read_s'] / 1e6:.2f}M/s | {r['cpu_s']:.1f} s | {fl_cpu:.1f} s "
+                    f"| {r['peak_rss'] / 2**20:.0f} MiB | {fl_rss / 2**20:.0f} MiB |")
+            print(line, file=sys.stderr)
+            lines.append(line)
+    report = "\n".join(lines)
+    print(report)
+    if a.out:
+        Path(a.out).write_text(report + "\n")
+
+
+if __name__ == "__main__":
+    main()
