@@ -45,7 +45,7 @@ test-engines: venv-engines $(SPARK41_DIR)/.installed
 		PYSPARK_PYTHON=$(ENGINES_PY) PYSPARK_DRIVER_PYTHON=$(ENGINES_PY) SPARK_LOCAL_IP=127.0.0.1 \
 		$(ENGINES_PY) -m pytest -q -p no:cacheprovider -x .
 
-## bench-engines: one window of BENCH_ENGINE_ROWS rows read by pyarrow, by Spark local[2] and by Ray through one flightd and two replicas (time, CPU, peak RSS; docs/BENCHMARKS.md)
+## bench-engines: one window of BENCH_ENGINE_ROWS rows read by pyarrow, by Spark local[2] and by Ray through one flightd and two replicas (time, CPU, peak RSS; docs/BENCHMARKS-ENGINES.md)
 BENCH_ENGINE_ROWS ?= 2000000
 bench-engines: venv-engines
 	$(GO) build -o $(BIN)/flightd ./cmd/flightd

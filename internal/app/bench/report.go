@@ -338,7 +338,8 @@ feed's rate in the table above (target: at least a third).
   under the table gives it): a fresh ` + "`flightd`" + ` lists and parses the table's log before it plans,
   and delta-rs's first ` + "`load_cdf`" + ` in a process costs more than its later ones.
 
-The load test (50 concurrent consumers while a writer commits) is in [LOAD.md](LOAD.md).
+The load test (50 concurrent consumers while a writer commits) is in [LOAD.md](LOAD.md); Spark and Ray
+reading one window in parallel (` + "`make bench-engines`" + `) in [BENCHMARKS-ENGINES.md](BENCHMARKS-ENGINES.md).
 `
 
 // feedDefaultBudgetMiB is the engine's default memory budget, in MiB.
