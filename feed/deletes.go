@@ -17,6 +17,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
+
+	"github.com/sluicefeed/sluice/internal/lib/rowkey"
 )
 
 // Field ids of the position delete file columns (Iceberg spec).
@@ -123,8 +125,8 @@ func (fd *fileDeletes) deleted(rec arrow.RecordBatch, first int, keyCol func(fie
 			if out[r] {
 				continue
 			}
-			if key, err = rowKey(key[:0], arrs, r); err != nil {
-				return nil, err
+			if key, err = rowkey.Row(key[:0], arrs, r); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 			}
 			if _, ok := eq.keys[string(key)]; ok {
 				out[r] = true
@@ -284,8 +286,8 @@ func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) 
 		}
 		for r := range int(rec.NumRows()) {
 			var err error
-			if key, err = rowKey(key[:0], cols, r); err != nil {
-				return err
+			if key, err = rowkey.Row(key[:0], cols, r); err != nil {
+				return fmt.Errorf("%w: %w", ErrUnsupported, err)
 			}
 			if _, dup := keys[string(key)]; dup {
 				continue

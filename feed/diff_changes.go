@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/sluicefeed/sluice/internal/lib/rowkey"
 )
 
 // changeSet holds changed rows of one snapshot as full-width rows (every
@@ -187,8 +189,8 @@ func keyOf(buf []byte, batches []arrow.RecordBatch, ref rowRef, cols []int) ([]b
 	rec := batches[ref.b]
 	var err error
 	for _, c := range cols {
-		if buf, err = appendKey(buf, rec.Column(c), int(ref.r)); err != nil {
-			return nil, err
+		if buf, err = rowkey.Append(buf, rec.Column(c), int(ref.r)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 	}
 	return buf, nil
