@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table/dv"
 
 	"github.com/sluicefeed/sluice/internal/lib/rowkey"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // Field ids of the position delete file columns (Iceberg spec).
@@ -56,81 +57,22 @@ func newDeleteIndex(fs iceio.IO, mem memory.Allocator, table string) *deleteInde
 		eq: map[string]map[string]struct{}{}, eqValues: map[string][][]any{}, dv: map[string]*roaring.Bitmap{}}
 }
 
-// fileDeletes is what one side's delete files (before or after a
-// snapshot) delete in one data file: positions (position deletes and
-// deletion vectors) and keys (equality deletes), evaluated batch by batch
-// as the file is read.
-type fileDeletes struct {
-	positions *roaring.Bitmap
-	eq        []eqDeletes
-}
-
-// eqDeletes is one equality delete file: the keys it deletes over its
-// equality fields.
-type eqDeletes struct {
-	file   string
-	fields []int
-	keys   map[string]struct{}
-}
-
 // forTask returns what task's delete files delete in its data file (of
 // rows rows).
-func (x *deleteIndex) forTask(ctx context.Context, task *table.FileScanTask, rows int) (*fileDeletes, error) {
+func (x *deleteIndex) forTask(ctx context.Context, task *table.FileScanTask, rows int) (*lake.Mask, error) {
 	mask, err := x.positionMask(task, task.File.FilePath(), rows, ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &fileDeletes{positions: mask}
+	out := &lake.Mask{Positions: mask}
 	for _, df := range task.EqualityDeleteFiles {
 		keys, err := x.equalityDeletes(ctx, df)
 		if err != nil {
 			return nil, err
 		}
 		if len(keys) > 0 {
-			out.eq = append(out.eq, eqDeletes{file: df.FilePath(), fields: df.EqualityFieldIDs(), keys: keys})
-		}
-	}
-	return out, nil
-}
-
-// deleted reports, for each row of rec (the file's rows from position
-// first on), whether the delete files delete it. keyCol resolves an
-// equality field id to rec's column.
-func (fd *fileDeletes) deleted(rec arrow.RecordBatch, first int, keyCol func(fieldID int) (int, error)) ([]bool, error) {
-	n := int(rec.NumRows())
-	out := make([]bool, n)
-	if !fd.positions.IsEmpty() {
-		it := fd.positions.Iterator()
-		it.AdvanceIfNeeded(uint32(first))
-		for it.HasNext() {
-			p := int(it.Next()) - first
-			if p >= n {
-				break
-			}
-			out[p] = true
-		}
-	}
-	for _, eq := range fd.eq {
-		arrs := make([]arrow.Array, len(eq.fields))
-		for i, id := range eq.fields {
-			c, err := keyCol(id)
-			if err != nil {
-				return nil, fmt.Errorf("equality delete file %s: %w", eq.file, err)
-			}
-			arrs[i] = rec.Column(c)
-		}
-		var key []byte
-		var err error
-		for r := range n {
-			if out[r] {
-				continue
-			}
-			if key, err = rowkey.Row(key[:0], arrs, r); err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
-			}
-			if _, ok := eq.keys[string(key)]; ok {
-				out[r] = true
-			}
+			out.Equality = append(out.Equality, lake.EqualityDeletes{File: df.FilePath(), Fields: df.EqualityFieldIDs(),
+				Keys: keys})
 		}
 	}
 	return out, nil
@@ -259,7 +201,7 @@ func (x *deleteIndex) deletionVector(df iceberg.DataFile) (*roaring.Bitmap, erro
 }
 
 // equalityDeletes returns the keys an equality delete file deletes, encoded
-// by rowKey over its equality fields in order.
+// by rowkey.Row over its equality fields in order.
 func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) (map[string]struct{}, error) {
 	x.mu.Lock()
 	keys, ok := x.eq[df.FilePath()]

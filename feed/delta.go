@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // DeltaSource serves one Delta table to the engine. It is long-lived (one
@@ -226,7 +227,7 @@ func deltaError(name string, err error) error {
 		return fmt.Errorf("%w: table %s: %w", ErrUnsupported, name, err)
 	case errors.Is(err, delta.ErrCorrupt), errors.Is(err, delta.ErrNotTable):
 		return fmt.Errorf("%w: %w", ErrUnreadable, err)
-	case errors.Is(err, fs.ErrNotExist), storageFault(err), storageDown(err):
+	case errors.Is(err, fs.ErrNotExist), lake.StorageFault(err), lake.StorageDown(err):
 		return readError(name, 0, "a file of its log", err)
 	}
 	return err
@@ -248,25 +249,25 @@ type deltaTable struct {
 func (t *deltaTable) Format() string     { return FormatDelta }
 func (t *deltaTable) FormatVersion() int { return t.readerVersion }
 
-func (t *deltaTable) history(head *int64) History {
-	h := History{Snapshots: t.lineage, version: 2, timeOrdered: true}
+func (t *deltaTable) History(head *int64) lake.History {
+	h := lake.History{Commits: t.lineage, CountsCommits: true, TimeOrdered: true}
 	if head != nil {
 		n := int(*head - t.first + 1)
 		if n <= 0 || n > len(t.lineage) {
-			h.Snapshots = nil
+			h.Commits = nil
 		} else {
-			h.Snapshots = t.lineage[:n]
+			h.Commits = t.lineage[:n]
 		}
 	}
 	if t.first > 0 {
-		h.Expired, h.expiredBelow = true, t.first
+		h.Expired, h.ExpiredBelow = true, t.first
 	}
 	return h
 }
 
-func (t *deltaTable) hasSnapshot(id int64) bool { return id >= t.first && id <= t.versions.Latest }
+func (t *deltaTable) HasCommit(id int64) bool { return id >= t.first && id <= t.versions.Latest }
 
-func (t *deltaTable) schemaOf(ctx context.Context, s *Snapshot) (*iceberg.Schema, error) {
+func (t *deltaTable) Schema(ctx context.Context, s *lake.Commit) (*iceberg.Schema, error) {
 	v := t.versions.Latest
 	if s != nil {
 		v = s.ID
@@ -278,23 +279,19 @@ func (t *deltaTable) schemaOf(ctx context.Context, s *Snapshot) (*iceberg.Schema
 	return sc.logical, nil
 }
 
-func (t *deltaTable) planner(_ context.Context, p *Plan, prune *pruner, _ *planCache) (commitPlanner, error) {
-	return &deltaPlanner{src: t.src, name: p.Table, prune: prune}, nil
+func (t *deltaTable) Planner(_ context.Context, opts lake.PlanOptions) (lake.Planner, error) {
+	return &deltaPlanner{src: t.src, name: opts.Table, prune: opts.Prune}, nil
 }
 
-func (t *deltaTable) files(ctx context.Context, e *Engine, p *Plan) (fileSource, error) {
-	return newDeltaFiles(ctx, e, p, t.src)
-}
-
-func (t *deltaTable) planState(ctx context.Context, _ *Engine, p *Plan, s Snapshot) (liveFiles, error) {
+func (t *deltaTable) State(ctx context.Context, opts lake.StateOptions, s lake.Commit) (lake.LiveFiles, error) {
 	snap, err := t.src.log.Snapshot(ctx, s.ID)
 	if err != nil {
-		return nil, deltaError(p.Table, err)
+		return nil, deltaError(opts.Table, err)
 	}
-	files := deltaLive{}
+	files := deltaLive{src: t.src}
 	for _, a := range snap.Files {
-		files = append(files, deltaFile{path: a.Path, partition: a.PartitionValues, dv: a.DeletionVector,
-			size: a.Size, rows: recordCount(a.Stats)})
+		files.files = append(files.files, deltaFile{path: a.Path, partition: a.PartitionValues,
+			dv: a.DeletionVector, size: a.Size, rows: recordCount(a.Stats)})
 	}
 	return files, nil
 }

@@ -2,9 +2,7 @@ package feed
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"iter"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // changeTypeColumn is the column of Delta change data files that says what
@@ -32,11 +31,9 @@ type deltaFiles struct {
 	mem       memory.Allocator
 	end       *iceberg.Schema
 	schema    *deltaSchema
-	stats     *counters
+	stats     lake.ReadStats
 	batchRows int
-	// concurrency bounds the files live reads decode at once.
-	concurrency int
-	// scan holds the plan's scan columns, full every column of the end
+	// scan holds the read's scan columns, full every column of the end
 	// schema, narrow the columns the changes need.
 	scan, full, narrow *deltaTarget
 
@@ -57,22 +54,30 @@ type deltaTarget struct {
 	partition []*delta.StructField
 }
 
-func newDeltaFiles(ctx context.Context, e *Engine, p *Plan, src *deltaGen) (*deltaFiles, error) {
-	sc, err := src.schema(ctx, *p.To)
+// deltaFilesKey keys a Delta table's file readers in a read's memo.
+type deltaFilesKey struct{ g *deltaGen }
+
+// files returns the table's file readers for read r, made once per read.
+func (g *deltaGen) files(ctx context.Context, r *lake.Read) (*deltaFiles, error) {
+	return lake.Memo(r, deltaFilesKey{g}, func() (*deltaFiles, error) { return newDeltaFiles(ctx, g, r) })
+}
+
+func newDeltaFiles(ctx context.Context, src *deltaGen, r *lake.Read) (*deltaFiles, error) {
+	sc, err := src.schema(ctx, r.End.ID)
 	if err != nil {
 		return nil, err
 	}
-	f := &deltaFiles{src: src, name: p.Table, mem: e.opts.Allocator, end: p.end, schema: sc, stats: &e.stats,
-		batchRows: min(e.opts.MaxBatchRows, pqread.DefaultBatchRows), concurrency: e.opts.ReadConcurrency, dvs: map[string]*roaring.Bitmap{},
+	f := &deltaFiles{src: src, name: r.Table, mem: r.Allocator, end: sc.logical, schema: sc, stats: r.Stats,
+		batchRows: min(r.BatchRows, pqread.DefaultBatchRows), dvs: map[string]*roaring.Bitmap{},
 		metas: map[string]*pqread.Meta{}, cdc: map[*cdcCommit]*cdcCounts{}}
-	all := topLevelNames(p.end)
+	all := topLevelNames(sc.logical)
 	if f.full, err = f.target(all); err != nil {
 		return nil, err
 	}
-	if f.scan, err = f.target(p.scanFields); err != nil {
+	if f.scan, err = f.target(r.Columns); err != nil {
 		return nil, err
 	}
-	if f.narrow, err = f.target(p.diffColumns()); err != nil {
+	if f.narrow, err = f.target(r.DiffColumns); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -156,8 +161,6 @@ func childColumns(dt delta.DataType, at arrow.DataType, mode delta.ColumnMapping
 	return nil
 }
 
-func (f *deltaFiles) close() {}
-
 // read decodes file's rows groups rgs (nil: all) into the target's
 // columns, with the file's partition values, and hands each batch to fn.
 func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t *deltaTarget, extra []pqread.Column,
@@ -199,13 +202,11 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 	if err != nil {
 		return readError(f.name, snapshot, what, err)
 	}
-	f.stats.filesRead.Add(1)
-	f.stats.rowsDecoded.Add(rows)
+	groups := int64(len(meta.RowGroups))
 	if rgs != nil {
-		f.stats.rowGroupsRead.Add(int64(len(rgs)))
-	} else {
-		f.stats.rowGroupsRead.Add(int64(len(meta.RowGroups)))
+		groups = int64(len(rgs))
 	}
+	f.stats.FileRead(rows, groups)
 	return nil
 }
 
@@ -272,23 +273,13 @@ func (f *deltaFiles) dv(snapshot int64, path string, dv *delta.DeletionVector) (
 	return bm, nil
 }
 
-func (f *deltaFiles) live(ctx context.Context, snapshot int64, files liveFiles) iter.Seq2[arrow.RecordBatch, error] {
-	return func(yield func(arrow.RecordBatch, error) bool) {
-		live := files.(deltaLive)
-		err := readInOrder(ctx, len(live), f.concurrency,
-			func(ctx context.Context, i int, send func(side int, rec arrow.RecordBatch) error) error {
-				return f.liveFile(ctx, snapshot, live[i], func(rec arrow.RecordBatch) error { return send(0, rec) })
-			},
-			func(_ int, rec arrow.RecordBatch) error {
-				if !yield(rec, nil) {
-					return errStop
-				}
-				return nil
-			})
-		if err != nil && !errors.Is(err, errStop) {
-			yield(nil, err)
-		}
+func (ls deltaLive) Read(ctx context.Context, r *lake.Read, commit int64, i int,
+	fn func(arrow.RecordBatch) error) error {
+	f, err := ls.src.files(ctx, r)
+	if err != nil {
+		return err
 	}
+	return f.liveFile(ctx, commit, ls.files[i], fn)
 }
 
 // liveFile reads the rows of file its deletion vector keeps and hands
@@ -301,7 +292,7 @@ func (f *deltaFiles) liveFile(ctx context.Context, snapshot int64, file deltaFil
 	}
 	return f.read(ctx, snapshot, file, f.scan, nil, nil, nil, func(rec arrow.RecordBatch, first int64) error {
 		if !deleted.IsEmpty() {
-			kept, err := selectRows(ctx, f.mem, rec, func(r int) bool {
+			kept, err := lake.SelectRows(ctx, f.mem, rec, func(r int) bool {
 				return !deleted.Contains(uint32(first + int64(r)))
 			})
 			rec.Release()
@@ -314,51 +305,63 @@ func (f *deltaFiles) liveFile(ctx context.Context, snapshot int64, file deltaFil
 	})
 }
 
-func (f *deltaFiles) deletes(_ context.Context, fd fileDiff) (before, after *fileDeletes, err error) {
-	d := fd.src.(deltaDiff)
+func (d *deltaDiff) Path() string     { return d.file.path }
+func (d *deltaDiff) KeyFields() []int { return nil }
+
+func (d *deltaDiff) Masks(ctx context.Context, r *lake.Read) (before, after *lake.Mask, err error) {
+	f, err := d.src.files(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
 	if d.inBefore {
 		bm, err := f.dv(0, d.file.path, d.dvBefore)
 		if err != nil {
 			return nil, nil, err
 		}
-		before = &fileDeletes{positions: bm}
+		before = &lake.Mask{Positions: bm}
 	}
 	if d.inAfter {
 		bm, err := f.dv(0, d.file.path, d.dvAfter)
 		if err != nil {
 			return nil, nil, err
 		}
-		after = &fileDeletes{positions: bm}
+		after = &lake.Mask{Positions: bm}
 	}
 	return before, after, nil
 }
 
-func (f *deltaFiles) candidates(_ context.Context, fd fileDiff, before, after *fileDeletes) ([]int, int, error) {
-	d := fd.src.(deltaDiff)
-	r, closeFile, err := f.open(d.file)
+func (d *deltaDiff) Candidates(ctx context.Context, r *lake.Read, before, after *lake.Mask) ([]int, int, error) {
+	f, err := d.src.files(ctx, r)
+	if err != nil {
+		return nil, 0, err
+	}
+	fh, closeFile, err := f.open(d.file)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer closeFile()
-	m, err := f.meta(d.file, r)
+	m, err := f.meta(d.file, fh)
 	if err != nil {
 		return nil, 0, err
 	}
-	ft := &footer{}
-	for _, rg := range m.RowGroups {
-		ft.rows = append(ft.rows, rg.Rows)
-		ft.first = append(ft.first, rg.First)
+	first, rows := make([]int64, len(m.RowGroups)), make([]int64, len(m.RowGroups))
+	for i, rg := range m.RowGroups {
+		first[i], rows[i] = rg.First, rg.Rows
 	}
-	return chosen(positionCandidates(ft, before.positions, after.positions)), len(ft.rows), nil
+	return lake.ChangedRowGroups(first, rows, before.Positions, after.Positions), len(rows), nil
 }
 
-func (f *deltaFiles) batches(ctx context.Context, snapshot int64, fd fileDiff, rgs []int, whole bool,
+func (d *deltaDiff) Batches(ctx context.Context, r *lake.Read, snapshot int64, rgs []int, whole bool,
 	fn func(rec arrow.RecordBatch, first int) error) error {
+	f, err := d.src.files(ctx, r)
+	if err != nil {
+		return err
+	}
 	t := f.narrow
 	if whole {
 		t = f.full
 	}
-	return f.read(ctx, snapshot, fd.src.(deltaDiff).file, t, nil, nil, rgs,
+	return f.read(ctx, snapshot, d.file, t, nil, nil, rgs,
 		func(rec arrow.RecordBatch, first int64) error { return fn(rec, int(first)) })
 }
 
@@ -369,8 +372,8 @@ var changeSide = map[string]struct {
 	side   int
 	update bool
 }{
-	"insert": {sideInserted, false}, "update_postimage": {sideInserted, true}, "update_post": {sideInserted, true},
-	"delete": {sideDeleted, false}, "update_preimage": {sideDeleted, true}, "update_pre": {sideDeleted, true},
+	"insert": {lake.SideInserted, false}, "update_postimage": {lake.SideInserted, true}, "update_post": {lake.SideInserted, true},
+	"delete": {lake.SideDeleted, false}, "update_preimage": {lake.SideDeleted, true}, "update_pre": {lake.SideDeleted, true},
 }
 
 // pairColumn is the column added to the rows of change data files that
@@ -413,7 +416,7 @@ func (f *deltaFiles) counts(ctx context.Context, snapshot int64, file deltaFile)
 				kinds := rec.Column(0).(*array.String)
 				for i := range kinds.Len() {
 					if k, ok := changeSide[kinds.Value(i)]; ok && k.update {
-						if k.side == sideDeleted {
+						if k.side == lake.SideDeleted {
 							pre++
 						} else {
 							post++
@@ -431,13 +434,25 @@ func (f *deltaFiles) counts(ctx context.Context, snapshot int64, file deltaFile)
 	return c, c.err
 }
 
-func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff, whole bool,
+// deltaChange is a change data file of a commit.
+type deltaChange struct {
+	src  *deltaGen
+	file deltaFile
+}
+
+func (c deltaChange) Path() string { return c.file.path }
+
+func (c deltaChange) Rows(ctx context.Context, r *lake.Read, snapshot int64, whole bool,
 	emit func(side int, rec arrow.RecordBatch) error) error {
+	f, err := c.src.files(ctx, r)
+	if err != nil {
+		return err
+	}
 	t := f.narrow
 	if whole {
 		t = f.full
 	}
-	file := fd.src.(deltaFile)
+	file := c.file
 	n := t.schema.NumFields()
 	counts, err := f.counts(ctx, snapshot, file)
 	if err != nil {
@@ -466,7 +481,7 @@ func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff
 			switch {
 			case !kind.update:
 				pairs.AppendNull()
-			case kind.side == sideDeleted:
+			case kind.side == lake.SideDeleted:
 				pairs.Append(pre)
 				pre++
 			default:
@@ -481,6 +496,6 @@ func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff
 		cols := append(append([]arrow.Array(nil), rec.Columns()[:n]...), pairArr)
 		data := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 		defer data.Release()
-		return emitSides(ctx, f.mem, data, func(r, side int) bool { return sides[r] == side }, emit)
+		return lake.EmitSides(ctx, f.mem, data, func(r, side int) bool { return sides[r] == side }, emit)
 	})
 }

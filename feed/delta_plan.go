@@ -10,32 +10,8 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/lake"
 )
-
-// Strategies of Delta commits (SnapshotPlan.Strategy).
-const (
-	// StrategyDeltaCDCFiles reads the change data files a commit wrote
-	// (cdc actions): their rows are its changes.
-	StrategyDeltaCDCFiles = "delta-cdc-files"
-	// StrategyDeltaAdd reads the files a commit added, without deletion
-	// vectors and without removing any: every row is an insert.
-	StrategyDeltaAdd = "delta-add"
-	// StrategyDeltaDVDiff reads the files whose deletion vector a commit
-	// changed (an add and a remove of the same path): the rows the new
-	// vector deletes and the old one did not are deletes, the other way
-	// inserts.
-	StrategyDeltaDVDiff = "delta-dv-diff"
-	// StrategyDeltaAddRemove reads the files a commit removed and added
-	// (dataChange=true): the rows live before in removed files are deletes,
-	// the rows of added files inserts, and rows re-written unchanged cancel.
-	StrategyDeltaAddRemove = "delta-add-remove"
-	// StrategyNoDataChange marks a commit that changes no row (OPTIMIZE,
-	// REORG, metadata and protocol changes): nothing is read.
-	StrategyNoDataChange = "no-data-change"
-)
-
-// ContentChangeData is the content of a Delta change data file in a plan.
-const ContentChangeData = "change_data"
 
 // deltaSchema is a Delta schema prepared for the engine.
 type deltaSchema struct {
@@ -130,6 +106,7 @@ type cdcCommit struct {
 // deletion vectors before and after (set when the file is present on that
 // side; a nil vector deletes nothing).
 type deltaDiff struct {
+	src               *deltaGen
 	file              deltaFile
 	inBefore, inAfter bool
 	dvBefore, dvAfter *delta.DeletionVector
@@ -137,12 +114,20 @@ type deltaDiff struct {
 
 // deltaLive are Delta files whose every row not deleted by their deletion
 // vector a read streams.
-type deltaLive []deltaFile
+type deltaLive struct {
+	src   *deltaGen
+	files []deltaFile
+}
 
-func (ls deltaLive) count() int { return len(ls) }
+func (ls deltaLive) Len() int          { return len(ls.files) }
+func (ls deltaLive) Path(i int) string { return ls.files[i].path }
 
-func (ls deltaLive) size() (files, bytes, records int64) {
-	for _, f := range ls {
+func (ls deltaLive) Slice(lo, hi int) lake.LiveFiles {
+	return deltaLive{src: ls.src, files: ls.files[lo:hi]}
+}
+
+func (ls deltaLive) Size() (files, bytes, records int64) {
+	for _, f := range ls.files {
 		files++
 		bytes += f.size
 		records += max(f.rows, 0)
@@ -170,11 +155,11 @@ type deltaPlanner struct {
 	name string
 	// prune skips added files the filter rules out by their partition
 	// values and statistics (nil: no filter to push down).
-	prune *pruner
+	prune lake.Pruner
 }
 
-func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, error) {
-	out := SnapshotPlan{Snapshot: s, Files: []FilePlan{}}
+func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, error) {
+	out := lake.Change{Files: []lake.FilePlan{}}
 	sc, err := dp.src.schema(ctx, s.ID)
 	if err != nil {
 		return out, err
@@ -192,13 +177,13 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 			f := deltaFile{path: cdc.Path, partition: cdc.PartitionValues, size: cdc.Size, rows: -1, ordinal: i,
 				commit: commit}
 			commit.files = append(commit.files, f)
-			out.diffs = append(out.diffs, fileDiff{path: cdc.Path, rows: -1, changes: true, src: f})
-			out.Files = append(out.Files, FilePlan{Path: cdc.Path, Content: ContentChangeData, Role: RoleAdded,
+			out.ChangeFiles = append(out.ChangeFiles, deltaChange{src: dp.src, file: f})
+			out.Files = append(out.Files, lake.FilePlan{Path: cdc.Path, Content: ContentChangeData, Role: RoleAdded,
 				RecordCount: -1, FileSizeBytes: cdc.Size})
 			out.BytesRead += cdc.Size
 		}
-		out.rewrites = true
-		out.pairKey = pairColumn
+		out.Rewrites = true
+		out.PairKey = pairColumn
 		return out, nil
 	}
 
@@ -227,17 +212,19 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 	if len(removes) == 0 && !withDV {
 		out.Strategy = StrategyDeltaAdd
 		out.Reason = fmt.Sprintf("the commit only added %d files", len(adds))
-		var files deltaLive
+		files := deltaLive{src: dp.src}
 		for _, a := range adds {
-			if dp.prune != nil && !dp.prune.mayMatch(newDeltaFileStats(sc, a)) {
+			if dp.prune != nil && !dp.prune.MayMatch(newDeltaFileStats(sc, a)) {
 				out.FilesSkipped++
 				continue
 			}
 			f := deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}
-			files = append(files, f)
-			out.addDeltaFile(f, RoleAdded)
+			files.files = append(files.files, f)
+			addDeltaFile(&out, f, RoleAdded)
 		}
-		out.appended = files
+		if files.files != nil {
+			out.Appended = files
+		}
 		return out, nil
 	}
 
@@ -248,7 +235,7 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 	var parent map[string]*delta.Add // the state before, for removes without partition values
 	pairs := 0
 	for _, r := range removes {
-		d := deltaDiff{inBefore: true, dvBefore: r.DeletionVector}
+		d := &deltaDiff{src: dp.src, inBefore: true, dvBefore: r.DeletionVector}
 		d.file = deltaFile{path: r.Path, partition: r.PartitionValues, rows: -1}
 		if r.Size != nil {
 			d.file.size = *r.Size
@@ -275,19 +262,19 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 		if d.inAfter {
 			role = RoleDeletes
 		}
-		out.diffs = append(out.diffs, fileDiff{path: r.Path, rows: d.file.rows, src: d})
-		out.addDeltaFile(d.file, role)
+		out.Diffs = append(out.Diffs, d)
+		addDeltaFile(&out, d.file, role)
 	}
 	for _, a := range adds {
 		if _, ok := added[a.Path]; !ok {
 			continue // paired with its remove
 		}
-		d := deltaDiff{inAfter: true, dvAfter: a.DeletionVector,
+		d := &deltaDiff{src: dp.src, inAfter: true, dvAfter: a.DeletionVector,
 			file: deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}}
-		out.diffs = append(out.diffs, fileDiff{path: a.Path, rows: d.file.rows, src: d})
-		out.addDeltaFile(d.file, RoleAdded)
+		out.Diffs = append(out.Diffs, d)
+		addDeltaFile(&out, d.file, RoleAdded)
 	}
-	out.rewrites = len(adds) > 0
+	out.Rewrites = len(adds) > 0
 	if pairs == len(removes) && pairs == len(adds) {
 		out.Strategy = StrategyDeltaDVDiff
 		out.Reason = fmt.Sprintf("the commit changed the deletion vectors of %d files (an add and a remove of "+
@@ -313,8 +300,9 @@ func (dp *deltaPlanner) parentFiles(ctx context.Context, v int64) (map[string]*d
 	return out, nil
 }
 
-func (out *SnapshotPlan) addDeltaFile(f deltaFile, role string) {
-	out.Files = append(out.Files, FilePlan{Path: f.path, Content: ContentData, Role: role, RecordCount: f.rows,
+// addDeltaFile shows a data file the change reads.
+func addDeltaFile(out *lake.Change, f deltaFile, role string) {
+	out.Files = append(out.Files, lake.FilePlan{Path: f.path, Content: ContentData, Role: role, RecordCount: f.rows,
 		FileSizeBytes: f.size})
 	out.BytesRead += f.size
 	out.RecordsRead += max(f.rows, 0)

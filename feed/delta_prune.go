@@ -53,7 +53,7 @@ func (s deltaFileStats) field(f iceberg.NestedField) (delta.StructField, bool) {
 	return sf, ok
 }
 
-func (s deltaFileStats) bounds(f iceberg.NestedField) (any, any, bool) {
+func (s deltaFileStats) Bounds(f iceberg.NestedField) (any, any, bool) {
 	sf, ok := s.field(f)
 	if !ok {
 		return nil, nil, false
@@ -72,7 +72,7 @@ func (s deltaFileStats) bounds(f iceberg.NestedField) (any, any, bool) {
 	return lo, hi, ok1 && ok2
 }
 
-func (s deltaFileStats) counts(f iceberg.NestedField) (int64, int64, bool) {
+func (s deltaFileStats) Counts(f iceberg.NestedField) (int64, int64, bool) {
 	sf, ok := s.field(f)
 	if !ok || s.stats.NumRecords == nil {
 		return 0, 0, false

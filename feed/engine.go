@@ -96,7 +96,7 @@ func (o Options) withDefaults() Options {
 type Engine struct {
 	tables Tables
 	opts   Options
-	cache  *planCache
+	cache  *IcebergCache
 	stats  counters
 	budget *budget
 	// reads counts the reads running (see Close).
@@ -116,6 +116,22 @@ type counters struct {
 	cacheHits, cacheMisses                atomic.Int64
 	spillFiles                            atomic.Int64
 	tableLoads, tableLoadFailures         atomic.Int64
+}
+
+// FileRead counts a data file read (lake.ReadStats).
+func (c *counters) FileRead(rows, rowGroups int64) {
+	c.filesRead.Add(1)
+	c.rowsDecoded.Add(rows)
+	c.rowGroupsRead.Add(rowGroups)
+}
+
+// CacheLookup counts a lookup of a format's plan cache (lake.PlanStats).
+func (c *counters) CacheLookup(hit bool) {
+	if hit {
+		c.cacheHits.Add(1)
+	} else {
+		c.cacheMisses.Add(1)
+	}
 }
 
 // Stats are running totals of the engine's reads since it was created.
@@ -163,10 +179,9 @@ func (e *Engine) TableLoads() map[string]int64 {
 
 // New returns an engine that reads the tables of tables.
 func New(tables Tables, opts Options) *Engine {
-	e := &Engine{tables: tables, opts: opts.withDefaults(), cache: newPlanCache(), watchers: map[string]*watcher{},
+	e := &Engine{tables: tables, opts: opts.withDefaults(), cache: NewIcebergCache(), watchers: map[string]*watcher{},
 		loads: map[string]int64{}}
 	e.budget = newBudget(e.opts.MemoryBudget)
-	e.cache.stats = &e.stats
 	return e
 }
 
@@ -225,7 +240,7 @@ func (e *Engine) loadUncounted(ctx context.Context, name string) (Table, error) 
 	if err != nil {
 		return nil, err
 	}
-	return IcebergTable(tbl), nil
+	return IcebergTable(tbl, e.cache), nil
 }
 
 // pinnedKey is the context key of a pinned table state.
@@ -266,7 +281,7 @@ func (e *Engine) Status(ctx context.Context, name string) (TableStatus, error) {
 	return status(name, tbl), nil
 }
 
-func status(name string, tbl Table) TableStatus { return statusOf(name, tbl.history(nil)) }
+func status(name string, tbl Table) TableStatus { return statusOf(name, historyAt(tbl, nil)) }
 
 // statusOf returns the commit position of a table whose history is hist.
 func statusOf(name string, hist History) TableStatus {
@@ -285,7 +300,7 @@ func (e *Engine) Snapshots(ctx context.Context, name string) ([]Snapshot, error)
 	if err != nil {
 		return nil, err
 	}
-	return tbl.history(nil).Snapshots, nil
+	return historyAt(tbl, nil).Snapshots, nil
 }
 
 // History returns the retained lineage of the table's main branch, oldest
@@ -295,7 +310,7 @@ func (e *Engine) History(ctx context.Context, name string) (History, error) {
 	if err != nil {
 		return History{}, err
 	}
-	return tbl.history(nil), nil
+	return historyAt(tbl, nil), nil
 }
 
 // TableError is a table that a listing left out, and why.

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // This file decodes Iceberg data files with the engine's own Parquet reader
@@ -174,7 +175,7 @@ func footerOf(m *pqread.Meta, df iceberg.DataFile) *footer {
 // them). send takes over each batch.
 func (f *icebergFiles) liveTask(ctx context.Context, snapshot int64, task table.FileScanTask,
 	send func(arrow.RecordBatch) error) error {
-	var dels *fileDeletes
+	var dels *lake.Mask
 	if len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) > 0 {
 		var err error
 		if dels, err = f.index.forTask(ctx, &task, int(task.File.Count())); err != nil {
@@ -193,12 +194,12 @@ func (f *icebergFiles) liveTask(ctx context.Context, snapshot int64, task table.
 		func(m *pqread.Meta) ([]int, error) { return taskRowGroups(task, m) },
 		func(rec arrow.RecordBatch, first int64) error {
 			if dels != nil {
-				deleted, err := dels.deleted(rec, int(first), keyCol)
+				deleted, err := dels.Deleted(rec, int(first), keyCol)
 				if err != nil {
 					rec.Release()
 					return err
 				}
-				kept, err := selectRows(ctx, f.mem, rec, func(r int) bool { return !deleted[r] })
+				kept, err := lake.SelectRows(ctx, f.mem, rec, func(r int) bool { return !deleted[r] })
 				rec.Release()
 				if err != nil || kept == nil {
 					return err
@@ -226,7 +227,7 @@ func (f *icebergFiles) liveTask(ctx context.Context, snapshot int64, task table.
 // nested field, or one dropped since): the engine's masks compare
 // top-level columns only (as in the diff path), so iceberg-go's scan, which
 // matches keys by field id in the file, reads that task as it did before.
-func (f *icebergFiles) keyTarget(dels *fileDeletes) (t *icebergTarget, keyCol func(id int) (int, error), ok bool,
+func (f *icebergFiles) keyTarget(dels *lake.Mask) (t *icebergTarget, keyCol func(id int) (int, error), ok bool,
 	err error) {
 	idx := map[int]int{}
 	for i, fl := range f.scan.fields {
@@ -238,12 +239,12 @@ func (f *icebergFiles) keyTarget(dels *fileDeletes) (t *icebergTarget, keyCol fu
 		}
 		return 0, fmt.Errorf("%w: field %d is not a column read", ErrInternal, id)
 	}
-	if dels == nil || len(dels.eq) == 0 {
+	if dels == nil || len(dels.Equality) == 0 {
 		return f.scan, keyCol, true, nil
 	}
 	var extra []iceberg.NestedField
-	for _, eq := range dels.eq {
-		for _, id := range eq.fields {
+	for _, eq := range dels.Equality {
+		for _, id := range eq.Fields {
 			if _, ok := idx[id]; ok {
 				continue
 			}

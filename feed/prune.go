@@ -2,15 +2,9 @@ package feed
 
 import (
 	"github.com/apache/iceberg-go"
-)
 
-// columnStats answers, for one file or row group, what its statistics say
-// of a column. ok is false when they say nothing.
-type columnStats interface {
-	bounds(field iceberg.NestedField) (lo, hi any, ok bool)
-	// counts returns the column's values and nulls.
-	counts(field iceberg.NestedField) (values, nulls int64, ok bool)
-}
+	"github.com/sluicefeed/sluice/lake"
+)
 
 // pruner decides from statistics whether a file or row group may hold a
 // row the filter keeps as an insert (a row for which it is true). It is
@@ -31,14 +25,14 @@ func newPruner(f *Filter, end *iceberg.Schema) (*pruner, error) {
 	return &pruner{expr: rewritten}, nil
 }
 
-// mayMatch reports whether rows with these statistics may satisfy the
+// MayMatch reports whether rows with these statistics may satisfy the
 // filter.
-func (p *pruner) mayMatch(st columnStats) bool {
+func (p *pruner) MayMatch(st lake.ColumnStats) bool {
 	ok, err := iceberg.VisitExpr(p.expr, &mayMatchVisitor{st: st})
 	return err != nil || ok
 }
 
-type mayMatchVisitor struct{ st columnStats }
+type mayMatchVisitor struct{ st lake.ColumnStats }
 
 func (*mayMatchVisitor) VisitTrue() bool                            { return true }
 func (*mayMatchVisitor) VisitFalse() bool                           { return false }
@@ -49,7 +43,7 @@ func (*mayMatchVisitor) VisitUnbound(iceberg.UnboundPredicate) bool { return tru
 
 func (v *mayMatchVisitor) VisitBound(p iceberg.BoundPredicate) bool {
 	field := p.Ref().Field()
-	values, nulls, counted := v.st.counts(field)
+	values, nulls, counted := v.st.Counts(field)
 	allNull := counted && values > 0 && nulls == values
 	switch p.Op() {
 	case iceberg.OpIsNull:
@@ -60,7 +54,7 @@ func (v *mayMatchVisitor) VisitBound(p iceberg.BoundPredicate) bool {
 	if allNull {
 		return false // every comparison with null is unknown, never true
 	}
-	lo, hi, ok := v.st.bounds(field)
+	lo, hi, ok := v.st.Bounds(field)
 	if !ok {
 		return true
 	}
@@ -140,7 +134,7 @@ func literalValue(lit iceberg.Literal) (any, bool) {
 // fileStats are a data file's manifest statistics.
 type fileStats struct{ df iceberg.DataFile }
 
-func (s fileStats) bounds(field iceberg.NestedField) (any, any, bool) {
+func (s fileStats) Bounds(field iceberg.NestedField) (any, any, bool) {
 	lb, ub := s.df.LowerBoundValues()[field.ID], s.df.UpperBoundValues()[field.ID]
 	if lb == nil || ub == nil {
 		return nil, nil, false
@@ -150,7 +144,7 @@ func (s fileStats) bounds(field iceberg.NestedField) (any, any, bool) {
 	return lo, hi, ok1 && ok2
 }
 
-func (s fileStats) counts(field iceberg.NestedField) (int64, int64, bool) {
+func (s fileStats) Counts(field iceberg.NestedField) (int64, int64, bool) {
 	values, ok1 := s.df.ValueCounts()[field.ID]
 	nulls, ok2 := s.df.NullValueCounts()[field.ID]
 	return values, nulls, ok1 && ok2
@@ -162,7 +156,7 @@ type rowGroupStats struct {
 	rg int
 }
 
-func (s rowGroupStats) bounds(field iceberg.NestedField) (any, any, bool) {
+func (s rowGroupStats) Bounds(field iceberg.NestedField) (any, any, bool) {
 	st := s.ft.stats(s.rg, field.ID)
 	if st == nil || !st.HasMinMax() {
 		return nil, nil, false
@@ -172,7 +166,7 @@ func (s rowGroupStats) bounds(field iceberg.NestedField) (any, any, bool) {
 	return lo, hi, ok1 && ok2
 }
 
-func (s rowGroupStats) counts(field iceberg.NestedField) (int64, int64, bool) {
+func (s rowGroupStats) Counts(field iceberg.NestedField) (int64, int64, bool) {
 	st := s.ft.stats(s.rg, field.ID)
 	if st == nil || !st.HasNullCount() {
 		return 0, 0, false

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // ownChanges is what a snapshot's own manifest entries say it did.
@@ -24,6 +26,7 @@ type ownChanges struct {
 // iceberg-go's rules for sequence numbers and partitions) of the snapshots
 // it needed, since a snapshot's plan is also its child's "before".
 type snapshotPlanner struct {
+	t     *icebergTable
 	tbl   *table.Table
 	meta  table.Metadata
 	fs    iceio.IO
@@ -31,23 +34,31 @@ type snapshotPlanner struct {
 	plans map[int64]map[string]*table.FileScanTask
 	// prune skips appended files and row groups the filter rules out by
 	// their statistics (nil: no filter to push down).
-	prune *pruner
-	cache *planCache
+	prune lake.Pruner
+	cache *IcebergCache
+	stats lake.PlanStats
 }
 
-func newSnapshotPlanner(ctx context.Context, tbl *table.Table, name string, prune *pruner, cache *planCache) (*snapshotPlanner, error) {
-	fsys, err := tbl.FS(ctx)
+func newSnapshotPlanner(ctx context.Context, t *icebergTable, opts lake.PlanOptions) (*snapshotPlanner, error) {
+	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("open storage of table %s: %w", name, err)
+		return nil, fmt.Errorf("open storage of table %s: %w", opts.Table, err)
 	}
-	return &snapshotPlanner{tbl: tbl, meta: tbl.Metadata(), fs: fsys, name: name,
-		plans: map[int64]map[string]*table.FileScanTask{}, prune: prune, cache: cache}, nil
+	return &snapshotPlanner{t: t, tbl: t.tbl, meta: t.meta, fs: fsys, name: opts.Table,
+		plans: map[int64]map[string]*table.FileScanTask{}, prune: opts.Prune, cache: t.cache, stats: opts.Stats}, nil
 }
 
-// plan decides how a snapshot's changes are computed and which files that
+// count counts a lookup of the cache.
+func (sp *snapshotPlanner) count(hit bool) {
+	if sp.stats != nil {
+		sp.stats.CacheLookup(hit)
+	}
+}
+
+// Plan decides how a snapshot's changes are computed and which files that
 // reads.
-func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, error) {
-	out := SnapshotPlan{Snapshot: s, Files: []FilePlan{}}
+func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, error) {
+	out := lake.Change{Files: []lake.FilePlan{}}
 	switch table.Operation(s.Operation) {
 	case table.OpReplace:
 		out.Strategy = StrategyReplaceSkipped
@@ -67,10 +78,14 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 	if len(own.removedData) == 0 && len(own.addedDeletes) == 0 && len(own.removedDeletes) == 0 {
 		// Only new data files: every row is an insert, streamed as it is read.
 		out.Strategy = StrategyAppend
+		var tasks []table.FileScanTask
 		for _, df := range own.addedData {
-			if err := sp.planAppended(&out, df, own.addedSeq[df.FilePath()]); err != nil {
+			if err := sp.planAppended(&out, &tasks, s.ID, df, own.addedSeq[df.FilePath()]); err != nil {
 				return out, err
 			}
+		}
+		if tasks != nil {
+			out.Appended = icebergLive{t: sp.t, tasks: tasks}
 		}
 		return out, ctx.Err()
 	}
@@ -95,7 +110,7 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 			return
 		}
 		seen[path] = true
-		fd := icebergDiff{before: before[path], after: after[path]}
+		fd := &icebergDiff{t: sp.t, before: before[path], after: after[path]}
 		switch {
 		case fd.after != nil:
 			fd.file, fd.seq = fd.after.File, fd.after.DataSequenceNumber
@@ -104,8 +119,8 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 		default:
 			return
 		}
-		out.diffs = append(out.diffs, newFileDiff(fd))
-		out.addFile(fd.file, role)
+		out.Diffs = append(out.Diffs, newIcebergDiff(fd))
+		addIcebergFile(&out, fd.file, role)
 	}
 	// Deletes before inserts: files that lose rows first, new files last.
 	for _, df := range own.removedData {
@@ -125,7 +140,7 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 		add(df.FilePath(), RoleAdded)
 	}
 	for _, df := range own.addedDeletes {
-		out.Files = append(out.Files, FilePlan{Path: df.FilePath(), Content: contentOf(df), Role: RoleDeletes,
+		out.Files = append(out.Files, lake.FilePlan{Path: df.FilePath(), Content: contentOf(df), Role: RoleDeletes,
 			RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
 		out.BytesRead += df.FileSizeBytes()
 	}
@@ -135,32 +150,33 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 	// delete) plus identical insert of a merge-on-read `UPDATE t SET c = c`.
 	// Rows are inserted by added data files, or brought back by a delete
 	// file the snapshot removed.
-	out.rewrites = len(own.addedData) > 0 || len(own.removedDeletes) > 0
+	out.Rewrites = len(own.addedData) > 0 || len(own.removedDeletes) > 0
 	out.Strategy = strategyOf(own)
 	return out, ctx.Err()
 }
 
 // planAppended plans the read of an appended data file: the row groups the
 // filter's pushdown cannot rule out (the whole file without a filter).
-func (sp *snapshotPlanner) planAppended(out *SnapshotPlan, df iceberg.DataFile, seq *int64) error {
+func (sp *snapshotPlanner) planAppended(out *lake.Change, tasks *[]table.FileScanTask, id int64, df iceberg.DataFile,
+	seq *int64) error {
 	task := table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes(), FirstRowID: df.FirstRowID(),
 		DataSequenceNumber: seq}
 	if sp.prune == nil || df.FileFormat() != iceberg.ParquetFile {
-		out.appendTasks(task)
-		out.addFile(df, RoleAdded)
+		*tasks = append(*tasks, task)
+		addIcebergFile(out, df, RoleAdded)
 		return nil
 	}
-	if !sp.prune.mayMatch(fileStats{df}) {
+	if !sp.prune.MayMatch(fileStats{df}) {
 		out.FilesSkipped++
 		return nil
 	}
 	ft, err := readFooter(sp.fs, df)
 	if err != nil {
-		return readError(sp.name, out.ID, "data file "+df.FilePath(), err)
+		return readError(sp.name, id, "data file "+df.FilePath(), err)
 	}
 	var keep []int
 	for rg := range ft.rows {
-		if sp.prune.mayMatch(rowGroupStats{ft: ft, rg: rg}) {
+		if sp.prune.MayMatch(rowGroupStats{ft: ft, rg: rg}) {
 			keep = append(keep, rg)
 		}
 	}
@@ -170,27 +186,22 @@ func (sp *snapshotPlanner) planAppended(out *SnapshotPlan, df iceberg.DataFile, 
 		out.FilesSkipped++
 		return nil
 	}
-	out.addFile(df, RoleAdded)
+	addIcebergFile(out, df, RoleAdded)
 	if len(keep) == len(ft.rows) {
-		out.appendTasks(task)
+		*tasks = append(*tasks, task)
 		return nil
 	}
 	for _, r := range ft.runs(keep) {
 		t := task
 		t.Start, t.Length = r.start, r.length
-		out.appendTasks(t)
+		*tasks = append(*tasks, t)
 	}
 	return nil
 }
 
-// appendTasks adds tasks to the snapshot's appended files.
-func (out *SnapshotPlan) appendTasks(tasks ...table.FileScanTask) {
-	ts, _ := out.appended.(icebergTasks)
-	out.appended = append(ts, tasks...)
-}
-
-func (out *SnapshotPlan) addFile(df iceberg.DataFile, role string) {
-	out.Files = append(out.Files, FilePlan{Path: df.FilePath(), Content: ContentData, Role: role,
+// addIcebergFile shows a data file the change reads.
+func addIcebergFile(out *lake.Change, df iceberg.DataFile, role string) {
+	out.Files = append(out.Files, lake.FilePlan{Path: df.FilePath(), Content: ContentData, Role: role,
 		RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
 	out.BytesRead += df.FileSizeBytes()
 	out.RecordsRead += df.Count()
@@ -236,7 +247,7 @@ func contentOf(df iceberg.DataFile) string {
 func (sp *snapshotPlanner) own(s Snapshot) (ownChanges, error) {
 	key := snapshotKey(sp.meta, s.ID)
 	own, ok := sp.cache.own.Get(key)
-	sp.cache.count(ok)
+	sp.count(ok)
 	if ok {
 		return own, nil
 	}
@@ -347,7 +358,7 @@ func (sp *snapshotPlanner) live(ctx context.Context, id *int64) (map[string]*tab
 	}
 	key := snapshotKey(sp.meta, *id)
 	plan, ok := sp.cache.live.Get(key)
-	sp.cache.count(ok)
+	sp.count(ok)
 	if !ok {
 		// Detached: one caller giving up must not fail the others.
 		v, err, _ := sp.cache.flight.Do("live/"+key, func() (any, error) {

@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 
 	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*feed.DeltaSource{},
-		checked: map[string]time.Time{}}
+		checked: map[string]time.Time{}, plans: feed.NewIcebergCache()}
 	if cfg.Delta.Enabled() {
 		if tables.delta, err = newDeltaTables(ctx, cfg); err != nil {
 			return err

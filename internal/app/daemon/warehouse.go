@@ -133,6 +133,8 @@ type suggestingTables struct {
 	// notify tells of the commits to followed tables from file
 	// notifications (nil: --watch-files=false).
 	notify *fileNotifier
+	// plans keeps what planning read of the Iceberg tables' snapshots.
+	plans *feed.IcebergCache
 }
 
 // nameCheckInterval is how often a Delta table's name is looked up in the
@@ -156,7 +158,7 @@ func (s *suggestingTables) Load(ctx context.Context, name string) (feed.Table, e
 	if err != nil {
 		return nil, err
 	}
-	return feed.IcebergTable(tbl), nil
+	return feed.IcebergTable(tbl, s.plans), nil
 }
 
 // checkName refuses a Delta table whose name the Iceberg catalog also

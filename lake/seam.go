@@ -1,0 +1,159 @@
+package lake
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+)
+
+// Table formats (Table.Format).
+const (
+	FormatIceberg = "iceberg"
+	FormatDelta   = "delta"
+)
+
+// Table is one loaded state of a table as its format presents it to the
+// engine: the seam between the format-neutral engine (windows, lineage
+// rules, carry-over, pairing, net changes, projection, filters, batching,
+// read-ahead) and a table format. A format supplies its lineage of
+// commits, per commit its file-level change (a Planner), and readers of its
+// files (LiveFiles, FileDiff, ChangeFile). A Table is immutable and safe for
+// concurrent use.
+type Table interface {
+	// Format names the table's format: FormatIceberg or FormatDelta.
+	Format() string
+	// FormatVersion is the table's format version (Iceberg's
+	// format-version, Delta's minReaderVersion).
+	FormatVersion() int
+	// History returns the retained lineage of the commit head (nil: the
+	// main branch's current one) with what is known of its expired part.
+	History(head *int64) History
+	// HasCommit reports whether id is a retained commit of any branch.
+	HasCommit(id int64) bool
+	// Schema returns the logical schema of commit c (nil: the table's
+	// current schema).
+	Schema(ctx context.Context, c *Commit) (*iceberg.Schema, error)
+	// Planner returns the planner of the commits of one window.
+	Planner(ctx context.Context, opts PlanOptions) (Planner, error)
+	// State lists the live files of commit c, whose every live row a state
+	// read streams.
+	State(ctx context.Context, opts StateOptions, c Commit) (LiveFiles, error)
+}
+
+// PlanOptions are what a format's planner is told of a window's plan.
+type PlanOptions struct {
+	// Table is the table's name, for errors.
+	Table string
+	// Prune, when set, rules out appended files and row groups whose
+	// statistics no row the filter keeps can have (nil: no filter to push
+	// down).
+	Prune Pruner
+	// Stats counts the planner's cache lookups (nil: not counted).
+	Stats PlanStats
+}
+
+// StateOptions are what a format is told of a state read's plan.
+type StateOptions struct {
+	// Table is the table's name, for errors.
+	Table string
+	// Columns are the top-level columns the read decodes.
+	Columns []string
+	// Concurrency bounds the metadata files planning reads at once.
+	Concurrency int
+}
+
+// Planner plans the commits of one window, in lineage order: how each
+// commit's changes are computed and which files that reads. It may keep
+// what it read for the next commit of the window; it is used by one
+// goroutine.
+type Planner interface {
+	// Plan plans commit c.
+	Plan(ctx context.Context, c Commit) (Change, error)
+}
+
+// Pruner decides from statistics whether a file or row group may hold a
+// row a filter keeps. It is conservative: anything the statistics do not
+// rule out may match.
+type Pruner interface {
+	MayMatch(st ColumnStats) bool
+}
+
+// ColumnStats answers, for one file or row group, what its statistics say
+// of a column of the window's end schema. ok is false when they say
+// nothing.
+type ColumnStats interface {
+	// Bounds returns the column's lower and upper bound.
+	Bounds(field iceberg.NestedField) (lo, hi any, ok bool)
+	// Counts returns the column's values and nulls.
+	Counts(field iceberg.NestedField) (values, nulls int64, ok bool)
+}
+
+// PlanStats counts what planning reads.
+type PlanStats interface {
+	// CacheLookup counts a lookup of a format's cache of planned commits.
+	CacheLookup(hit bool)
+}
+
+// ReadStats counts what reads decode.
+type ReadStats interface {
+	// FileRead counts one data file read: the rows decoded, and the row
+	// groups they came from.
+	FileRead(rows, rowGroups int64)
+}
+
+// LiveFiles is a set of data files (or file ranges) whose every live row a
+// read streams as an insert: a commit's appended files, or the live files
+// of a state.
+type LiveFiles interface {
+	// Len is the number of files (or file ranges) read.
+	Len() int
+	// Size returns the files, bytes and records reading them decodes.
+	Size() (files, bytes, records int64)
+	// Path is the path of file i.
+	Path(i int) string
+	// Slice returns the files [lo, hi).
+	Slice(lo, hi int) LiveFiles
+	// Read decodes file i in r's columns, without the rows its deletes
+	// delete, and hands each batch to fn, which takes it over.
+	Read(ctx context.Context, r *Read, commit int64, i int, fn func(arrow.RecordBatch) error) error
+}
+
+// FileDiff is one data file whose live rows a commit changed: present
+// before the commit, after it, or both (with different deletes). The
+// engine reads the rows that change live status between the two masks.
+type FileDiff interface {
+	// Path is the file's path.
+	Path() string
+	// KeyFields are the field ids of the equality deletes that apply to
+	// the file on either side (they must be decoded to evaluate them).
+	KeyFields() []int
+	// Masks returns what the file's deletes hide before and after the
+	// commit: nil for a side on which the file is absent.
+	Masks(ctx context.Context, r *Read) (before, after *Mask, err error)
+	// Candidates returns the row groups of the file, present on both
+	// sides, whose rows may change live status given its masks before and
+	// after (sorted; empty: none). total is the file's number of row
+	// groups.
+	Candidates(ctx context.Context, r *Read, before, after *Mask) (rgs []int, total int, err error)
+	// Batches decodes the file, or its row groups rgs (sorted; nil: all),
+	// without applying any delete, and hands each batch to fn with the
+	// file position of its first row; whole selects every column of the
+	// end schema instead of r's diff columns. fn takes over each batch.
+	Batches(ctx context.Context, r *Read, commit int64, rgs []int, whole bool,
+		fn func(rec arrow.RecordBatch, first int) error) error
+}
+
+// ChangeFile is a change file of a format that records changed rows
+// (Delta's cdc files).
+type ChangeFile interface {
+	// Path is the file's path.
+	Path() string
+	// Rows reads the file, handing each batch of its rows to emit with the
+	// side of the change (SideDeleted for deletes and update pre-images,
+	// SideInserted for inserts and update post-images); whole selects every
+	// column of the end schema instead of r's diff columns. emit takes
+	// over each batch.
+	Rows(ctx context.Context, r *Read, commit int64, whole bool,
+		emit func(side int, rec arrow.RecordBatch) error) error
+}
