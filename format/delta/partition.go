@@ -13,7 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
-	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // ErrBadPartitionValue is returned (wrapped, with the value and the type)
@@ -32,7 +33,7 @@ const maxDecimalExponent = 1000
 // PartitionValue parses a serialized partition value (an add's, remove's
 // or cdc's partitionValues entry; nil is null) as a value of the column's
 // type t. The scalar's type is the Arrow type the engine uses for t (what
-// iceberg-go's table.TypeToArrowType gives for ToIceberg's type): int64
+// lake.ArrowType gives for ToLake's type): int64
 // for long; int32 for integer, short and byte (range-checked for the
 // narrower two); float32; float64; bool; utf8; binary; date32;
 // decimal128(p, s); timestamp[us, UTC] for timestamp; timestamp[us] for
@@ -74,11 +75,11 @@ func PartitionValue(raw *string, t DataType) (scalar.Scalar, error) {
 
 // arrowType is the engine's Arrow type of a primitive or decimal type.
 func arrowType(t DataType) (arrow.DataType, error) {
-	it, err := icebergPrimitive(t)
+	lt, err := lakePrimitive(t)
 	if err != nil {
 		return nil, err
 	}
-	return table.TypeToArrowType(it, false, false)
+	return lake.ArrowType(lt), nil
 }
 
 // parsePartitionValue parses s, not empty, as a value of t (Arrow type at).

@@ -1,0 +1,14 @@
+package filter
+
+import "errors"
+
+// Sentinel errors of the filter language. Their texts are the engine's
+// (package feed re-exports them under its own names), so that a client
+// sees the same messages whichever package reports them.
+var (
+	// ErrInvalidFilter reports a filter that does not parse or does not
+	// type-check against the schema.
+	ErrInvalidFilter = errors.New("feed: invalid filter")
+	// ErrUnknownColumn reports a filter column the schema lacks.
+	ErrUnknownColumn = errors.New("feed: unknown column")
+)
