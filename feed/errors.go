@@ -3,26 +3,29 @@ package feed
 import (
 	"errors"
 
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/lake"
 )
 
 // Sentinel errors of the engine. Errors returned by this package wrap one of
 // these (with %w) together with the table, snapshot or column concerned, so
-// callers classify them with errors.Is. Those a table format also reports
-// are package lake's, under the same names.
+// callers classify them with errors.Is. Each that a request can meet has
+// its class of failure (errclass), which the server maps to a gRPC code.
+// Those a table format also reports are package lake's, under the same
+// names.
 var (
 	// ErrInvalidRequest reports a malformed request: a missing table, a
 	// window given both as a snapshot and a timestamp, duplicate columns.
-	ErrInvalidRequest = errors.New("feed: invalid request")
+	ErrInvalidRequest = errclass.New(errclass.InvalidArgument, "feed: invalid request")
 	// ErrUnknownColumn reports a projected, identity or filter column that
 	// the window's end schema does not have.
 	ErrUnknownColumn = lake.ErrUnknownColumn
 	// ErrInvalidFilter reports a filter that does not parse or does not
 	// type-check against the schema.
-	ErrInvalidFilter = errors.New("feed: invalid filter")
+	ErrInvalidFilter = errclass.New(errclass.InvalidArgument, "feed: invalid filter")
 	// ErrNotAncestor reports a window whose start is not an ancestor of its
 	// end on the table's lineage.
-	ErrNotAncestor = errors.New("feed: from snapshot is not an ancestor of to snapshot")
+	ErrNotAncestor = errclass.New(errclass.InvalidArgument, "feed: from snapshot is not an ancestor of to snapshot")
 	// ErrSnapshotNotFound reports a snapshot id that the table's metadata
 	// does not hold, or a timestamp before the table's first snapshot.
 	ErrSnapshotNotFound = lake.ErrSnapshotNotFound
@@ -49,13 +52,13 @@ var (
 	// ErrSpill reports a failure to write or read the temporary files of a
 	// read whose changes exceeded the memory budget (a full or unwritable
 	// spill directory).
-	ErrSpill = errors.New("feed: spill to disk failed")
+	ErrSpill = errclass.New(errclass.ResourceExhausted, "feed: spill to disk failed")
 	// ErrLeakedReads reports, from Engine.Close, reads still running.
 	ErrLeakedReads = errors.New("feed: reads still running")
 	// ErrTooLarge reports a single row too large to fit in one batch.
-	ErrTooLarge = errors.New("feed: row too large")
+	ErrTooLarge = errclass.New(errclass.ResourceExhausted, "feed: row too large")
 	// ErrSchemaChanged ends a stream when the table's schema changes under
 	// it: a stream has one schema, so the changes from then on must be read
 	// by a new stream.
-	ErrSchemaChanged = errors.New("feed: schema changed")
+	ErrSchemaChanged = errclass.New(errclass.FailedPrecondition, "feed: schema changed")
 )

@@ -8,38 +8,41 @@ import (
 	"net"
 	"runtime/debug"
 
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
 // Sentinel errors a table format reports to the engine, and the engine to
 // its callers (package feed re-exports each under the same name). Their
 // text keeps the "feed:" prefix the engine has always reported, which
-// clients and the documentation quote.
+// clients and the documentation quote. Each has the class of failure
+// (errclass) the server maps to a gRPC code; ErrInternal has none (an
+// error of no class is internal).
 var (
 	// ErrUnknownColumn reports a projected, identity or filter column that
 	// the window's end schema does not have.
-	ErrUnknownColumn = errors.New("feed: unknown column")
+	ErrUnknownColumn = errclass.New(errclass.InvalidArgument, "feed: unknown column")
 	// ErrSnapshotNotFound reports a commit id that the table does not hold,
 	// or a timestamp before the table's first commit.
-	ErrSnapshotNotFound = errors.New("feed: snapshot not found")
+	ErrSnapshotNotFound = errclass.New(errclass.NotFound, "feed: snapshot not found")
 	// ErrResyncRequired reports a window that starts before the table's
 	// retained history, or whose metadata or data files are gone: the
 	// consumer must re-read the table from a commit still readable.
-	ErrResyncRequired = errors.New("feed: resync required")
+	ErrResyncRequired = errclass.New(errclass.FailedPrecondition, "feed: resync required")
 	// ErrUnsupported reports a commit or table feature that cannot be
 	// turned into exact row changes: the engine fails rather than skip a
 	// commit or emit wrong rows.
-	ErrUnsupported = errors.New("feed: unsupported")
+	ErrUnsupported = errclass.New(errclass.FailedPrecondition, "feed: unsupported")
 	// ErrInconsistentSnapshot reports a commit whose metadata disagrees
 	// with itself (the files its manifests add or remove against its
 	// summary): the engine fails rather than emit a feed that does not add
 	// up.
-	ErrInconsistentSnapshot = errors.New("feed: snapshot manifests disagree with its summary")
+	ErrInconsistentSnapshot = errclass.New(errclass.FailedPrecondition, "feed: snapshot manifests disagree with its summary")
 	// ErrUnreadable reports a metadata, data or delete file that exists but
 	// cannot be decoded: damaged, truncated, or not what its metadata says.
-	ErrUnreadable = errors.New("feed: unreadable table file")
+	ErrUnreadable = errclass.New(errclass.FailedPrecondition, "feed: unreadable table file")
 	// ErrStorageUnavailable reports storage that could not be reached.
-	ErrStorageUnavailable = errors.New("feed: storage unavailable")
+	ErrStorageUnavailable = errclass.New(errclass.Unavailable, "feed: storage unavailable")
 	// ErrInternal reports a bug met during a read: a panic, contained to the
 	// read it happened in (see PanicError).
 	ErrInternal = errors.New("feed: internal error")

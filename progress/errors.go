@@ -1,18 +1,23 @@
 package progress
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
+)
 
 // Sentinel errors of the package, wrapped with the consumer and table
-// concerned.
+// concerned. Each that a request can meet has its class of failure
+// (errclass), which the server maps to a gRPC code.
 var (
 	// ErrNotFound reports a consumer without progress on a table.
-	ErrNotFound = errors.New("progress: no progress")
+	ErrNotFound = errclass.New(errclass.NotFound, "progress: no progress")
 	// ErrUnavailable reports a database that could not be reached or
 	// written.
-	ErrUnavailable = errors.New("progress: store unavailable")
+	ErrUnavailable = errclass.New(errclass.Unavailable, "progress: store unavailable")
 	// ErrInvalidDSN reports a DSN that names no supported database.
 	ErrInvalidDSN = errors.New("progress: invalid DSN")
 	// ErrNotOwner reports an acknowledgement or reset of a consumer whose
 	// progress another principal recorded.
-	ErrNotOwner = errors.New("progress: consumer of another principal")
+	ErrNotOwner = errclass.New(errclass.PermissionDenied, "progress: consumer of another principal")
 )

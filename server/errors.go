@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -12,11 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/sluicefeed/sluice/auth"
-	"github.com/sluicefeed/sluice/catalog"
-	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/internal/lib/storage"
-	"github.com/sluicefeed/sluice/progress"
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 )
 
 // Sentinel errors of the server.
@@ -24,67 +18,53 @@ var (
 	// ErrBadRequest reports bytes that are not a valid request: neither a
 	// binary nor a JSON ChangeRequest, an unknown action, a malformed action
 	// body.
-	ErrBadRequest = errors.New("server: bad request")
+	ErrBadRequest = errclass.New(errclass.InvalidArgument, "server: bad request")
 	// ErrNotImplemented reports a request feature this server does not
 	// offer yet.
-	ErrNotImplemented = errors.New("server: not implemented")
+	ErrNotImplemented = errclass.New(errclass.Unimplemented, "server: not implemented")
 	// ErrMessageTooLarge reports a batch whose encoding would exceed the
 	// message size clients accept.
-	ErrMessageTooLarge = errors.New("server: message too large")
+	ErrMessageTooLarge = errclass.New(errclass.ResourceExhausted, "server: message too large")
 	// ErrShuttingDown ends follow streams and WatchCommits when the server
 	// shuts down.
-	ErrShuttingDown = errors.New("server shutting down")
+	ErrShuttingDown = errclass.New(errclass.Unavailable, "server shutting down")
 )
 
-// codeOf maps an error to its gRPC code, following the contract's table.
+// codeOf maps an error to its gRPC code, following the contract's table:
+// a status keeps its code; any other error has the code of its class
+// (errclass.Of: the class of the sentinel it wraps, the first in
+// precedence when it wraps several), Internal when it has none.
 func codeOf(err error) codes.Code {
 	if s, ok := status.FromError(err); ok {
 		return s.Code()
 	}
-	switch {
-	case errors.Is(err, context.Canceled):
+	c, _ := errclass.Of(err)
+	return classCode(c)
+}
+
+// classCode returns the gRPC code of an error class: the code of the same
+// name, Internal for no class.
+func classCode(c errclass.Class) codes.Code {
+	switch c {
+	case errclass.Canceled:
 		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
+	case errclass.DeadlineExceeded:
 		return codes.DeadlineExceeded
-	case errors.Is(err, ErrBadRequest),
-		errors.Is(err, feed.ErrInvalidRequest),
-		errors.Is(err, feed.ErrUnknownColumn),
-		errors.Is(err, feed.ErrInvalidFilter),
-		errors.Is(err, feed.ErrNotAncestor),
-		errors.Is(err, catalog.ErrInvalidName):
+	case errclass.InvalidArgument:
 		return codes.InvalidArgument
-	case errors.Is(err, feed.ErrSnapshotNotFound),
-		errors.Is(err, catalog.ErrTableNotFound),
-		errors.Is(err, progress.ErrNotFound),
-		errors.Is(err, storage.ErrBucketNotFound):
+	case errclass.NotFound:
 		return codes.NotFound
-	case errors.Is(err, feed.ErrResyncRequired),
-		errors.Is(err, feed.ErrUnsupported), errors.Is(err, feed.ErrInconsistentSnapshot),
-		errors.Is(err, feed.ErrUnreadable),
-		errors.Is(err, feed.ErrSchemaChanged),
-		errors.Is(err, catalog.ErrAmbiguous),
-		errors.Is(err, storage.ErrMisconfigured),
-		errors.Is(err, storage.ErrOutsideRoot):
+	case errclass.FailedPrecondition:
 		return codes.FailedPrecondition
-	case errors.Is(err, feed.ErrTooLarge),
-		errors.Is(err, ErrMessageTooLarge),
-		errors.Is(err, ErrLimit),
-		errors.Is(err, ErrStalled),
-		errors.Is(err, feed.ErrSpill):
+	case errclass.ResourceExhausted:
 		return codes.ResourceExhausted
-	case errors.Is(err, auth.ErrUnauthenticated):
+	case errclass.Unauthenticated:
 		return codes.Unauthenticated
-	case errors.Is(err, auth.ErrPermissionDenied),
-		errors.Is(err, progress.ErrNotOwner),
-		errors.Is(err, storage.ErrAccessDenied):
+	case errclass.PermissionDenied:
 		return codes.PermissionDenied
-	case errors.Is(err, catalog.ErrUnavailable),
-		errors.Is(err, feed.ErrStorageUnavailable),
-		errors.Is(err, storage.ErrUnavailable),
-		errors.Is(err, progress.ErrUnavailable),
-		errors.Is(err, ErrShuttingDown):
+	case errclass.Unavailable:
 		return codes.Unavailable
-	case errors.Is(err, ErrNotImplemented):
+	case errclass.Unimplemented:
 		return codes.Unimplemented
 	default:
 		return codes.Internal

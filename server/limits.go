@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/peer"
+
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 )
 
 // Limits bounds what callers may ask of the server at once. Exceeding one
@@ -28,7 +30,7 @@ type Limits struct {
 }
 
 // ErrLimit reports a call refused by a limit.
-var ErrLimit = fmt.Errorf("server: limit reached")
+var ErrLimit = errclass.New(errclass.ResourceExhausted, "server: limit reached")
 
 // limiter enforces Limits.
 type limiter struct {

@@ -44,10 +44,11 @@ const (
 	pythonErrorsPy = "../clients/python/sluice/errors.py"
 )
 
-// docSentinels are the errors the server classifies, as codeOf names them,
-// each with a phrase of the situation cell of the error table row that
-// must describe it. TestProtocolDocErrorTable fails when codeOf classifies
-// an error missing here.
+// docSentinels are the errors the server classifies, named as its code
+// names them, each with a phrase of the situation cell of the error table
+// row that must describe it. TestProtocolDocErrorTable fails when a
+// package the server links declares a sentinel with a class (errclass.New)
+// missing here.
 var docSentinels = []struct {
 	name   string
 	err    error
@@ -146,39 +147,90 @@ func TestProtocolDocErrorTable(t *testing.T) {
 	}
 }
 
-// classifiedSentinels returns the errors codeOf tests with errors.Is, as
-// written there ("feed.ErrInvalidRequest").
+// classifiedSentinels returns the sentinels codeOf classifies: those
+// declared with errclass.New in this package and in the module's packages
+// it imports, directly or not, named as this package's code names them
+// ("ErrLimit", "feed.ErrInvalidRequest").
 func classifiedSentinels(t *testing.T) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	const module = "github.com/sluicefeed/sluice"
+	var out []string
+	seen := map[string]bool{}
+	var visit func(dir string, self bool)
+	visit = func(dir string, self bool) {
+		if seen[dir] {
+			return
+		}
+		seen[dir] = true
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), dir+"/"+name, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errclassName := ""
+			for _, imp := range f.Imports {
+				path := strings.Trim(imp.Path.Value, `"`)
+				if rest, ok := strings.CutPrefix(path, module+"/"); ok {
+					visit("../"+rest, false)
+				}
+				if path == module+"/internal/lib/errclass" {
+					errclassName = "errclass"
+					if imp.Name != nil {
+						errclassName = imp.Name.Name
+					}
+				}
+			}
+			if errclassName == "" {
+				continue
+			}
+			for _, name := range classedVars(f, errclassName) {
+				if !self {
+					name = f.Name.Name + "." + name
+				}
+				out = append(out, name)
+			}
+		}
 	}
+	visit(".", true)
+	if len(out) == 0 {
+		t.Fatal("no package the server links declares a sentinel with errclass.New")
+	}
+	return out
+}
+
+// classedVars returns the variables of a file declared with errclass.New,
+// the errclass package imported as pkg.
+func classedVars(f *ast.File, pkg string) []string {
 	var out []string
 	for _, decl := range f.Decls {
-		fn, ok := decl.(*ast.FuncDecl)
-		if !ok || fn.Name.Name != "codeOf" {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.VAR {
 			continue
 		}
-		ast.Inspect(fn, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) != 2 {
-				return true
+		for _, spec := range gen.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, v := range vs.Values {
+				call, ok := v.(*ast.CallExpr)
+				if !ok {
+					continue
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "New" {
+					continue
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == pkg && i < len(vs.Names) {
+					out = append(out, vs.Names[i].Name)
+				}
 			}
-			if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Is" {
-				return true
-			}
-			switch a := call.Args[1].(type) {
-			case *ast.Ident:
-				out = append(out, a.Name)
-			case *ast.SelectorExpr:
-				out = append(out, a.X.(*ast.Ident).Name+"."+a.Sel.Name)
-			}
-			return true
-		})
-	}
-	if len(out) == 0 {
-		t.Fatal("errors.go: codeOf tests no error with errors.Is")
+		}
 	}
 	return out
 }

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 )
 
 // ErrStalled reports a client that took no message for the stall timeout.
-var ErrStalled = errors.New("server: client stopped reading")
+var ErrStalled = errclass.New(errclass.ResourceExhausted, "server: client stopped reading")
 
 // unprovenBytes is how much of what gRPC has accepted for a stream a
 // client may not have taken while a send of the stream is held back by

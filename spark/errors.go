@@ -1,47 +1,49 @@
 package spark
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 )
 
 // Sentinel errors of the Spark backend. Errors returned by this package wrap
 // one of these (with %w) together with the table or statement concerned, so
-// callers classify them with errors.Is; the server maps them to gRPC codes.
+// callers classify them with errors.Is. Each has the class of failure
+// (errclass) named in its comment, which the server maps to a gRPC code.
 var (
 	// ErrInvalidRequest reports a request that cannot be turned into
 	// Spark SQL: a bad remote URI, an empty table name, a column name
 	// that is empty, a filter value that has no SQL form (NaN, a malformed
 	// decimal), a window given both as versions and as timestamps, or a
 	// window whose start is after its end. (InvalidArgument.)
-	ErrInvalidRequest = errors.New("spark: invalid request")
+	ErrInvalidRequest = errclass.New(errclass.InvalidArgument, "spark: invalid request")
 	// ErrTableNotFound reports a table that the Spark server does not
 	// know. (NotFound.)
-	ErrTableNotFound = errors.New("spark: table not found")
+	ErrTableNotFound = errclass.New(errclass.NotFound, "spark: table not found")
 	// ErrVersionNotFound reports a window bound that names a version or
 	// snapshot the table's history does not hold. (NotFound.)
-	ErrVersionNotFound = errors.New("spark: version not found")
+	ErrVersionNotFound = errclass.New(errclass.NotFound, "spark: version not found")
 	// ErrHistoryExpired reports a window that starts before the table's
 	// retained history: the consumer must re-read the table.
 	// (FailedPrecondition.)
-	ErrHistoryExpired = errors.New("spark: history expired")
+	ErrHistoryExpired = errclass.New(errclass.FailedPrecondition, "spark: history expired")
 	// ErrNoChangeEngine reports a table that neither of Spark's change
 	// engines serves and that Sluice cannot read natively; the Verdict
 	// says why, with Spark's own error text. (FailedPrecondition.)
-	ErrNoChangeEngine = errors.New("spark: no change engine for table")
+	ErrNoChangeEngine = errclass.New(errclass.FailedPrecondition, "spark: no change engine for table")
 	// ErrQuery reports a statement that the Spark server refused or
 	// failed; it comes as an *Error with Spark's error class and message.
 	// (FailedPrecondition: the table or window is not one Spark can
 	// serve.)
-	ErrQuery = errors.New("spark: query failed")
+	ErrQuery = errclass.New(errclass.FailedPrecondition, "spark: query failed")
 	// ErrUnknownChangeType reports a row whose _change_type is none of
 	// the values of Spark's CHANGES or Iceberg's changelog view: the read
 	// fails rather than drop the row. (Internal.)
-	ErrUnknownChangeType = errors.New("spark: unknown change type")
+	ErrUnknownChangeType = errclass.New(errclass.Internal, "spark: unknown change type")
 	// ErrUnavailable reports a Spark server that could not be reached, or
 	// that went away before a result was complete. A read that ends with
 	// it is incomplete. (Unavailable.)
-	ErrUnavailable = errors.New("spark: server unavailable")
+	ErrUnavailable = errclass.New(errclass.Unavailable, "spark: server unavailable")
 )
 
 // Error is an error that the Spark server reported for a statement: its

@@ -23,28 +23,32 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 	"google.golang.org/api/googleapi"
+
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 )
 
 // Sentinel errors of the storage layer. Errors that wrap one of them are
 // *Error values naming the object or folder, the bucket, and who the
 // request was made as where that is known (S3's access key id, Azure's
 // storage account, the principal a GCS refusal names), never a secret.
+// Each has its class of failure (errclass), which the server maps to a
+// gRPC code.
 var (
 	// ErrBucketNotFound reports a bucket (or container) that does not
 	// exist: every object in it reads as missing, which is not the same
 	// as a file removed by VACUUM or snapshot expiry.
-	ErrBucketNotFound = errors.New("storage: bucket not found")
+	ErrBucketNotFound = errclass.New(errclass.NotFound, "storage: bucket not found")
 	// ErrAccessDenied reports storage that refused flightd's credentials
 	// (an unknown access key id, a secret that does not match it, an
 	// expired session token) or refused them access (HTTP 403).
-	ErrAccessDenied = errors.New("storage: access denied")
+	ErrAccessDenied = errclass.New(errclass.PermissionDenied, "storage: access denied")
 	// ErrMisconfigured reports storage settings that cannot work: no
 	// region, a region other than the bucket's, no credentials at all.
-	ErrMisconfigured = errors.New("storage: misconfigured")
+	ErrMisconfigured = errclass.New(errclass.FailedPrecondition, "storage: misconfigured")
 	// ErrUnavailable reports storage that could not be reached or answered
 	// with a server error: a refused connection, a timeout, HTTP 5xx or
 	// throttling. It may be transient.
-	ErrUnavailable = errors.New("storage: unavailable")
+	ErrUnavailable = errclass.New(errclass.Unavailable, "storage: unavailable")
 )
 
 // Error is a classified failure of the storage: Kind is one of the

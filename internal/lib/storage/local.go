@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 )
 
 // ErrOutsideRoot reports a local file or folder that lies inside a root
@@ -20,7 +22,7 @@ import (
 // Iceberg warehouse) but resolves, through a symbolic link, to a place
 // outside it. Such files are not read unless the root's setting to follow
 // symbolic links is on (LocalOptions.FollowSymlinks).
-var ErrOutsideRoot = errors.New("storage: outside the root")
+var ErrOutsideRoot = errclass.New(errclass.FailedPrecondition, "storage: outside the root")
 
 // LocalOptions configure a Local.
 type LocalOptions struct {
