@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"sync"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 	"github.com/sluicefeed/sluice/lake"
@@ -267,7 +265,7 @@ func (t *deltaTable) History(head *int64) lake.History {
 
 func (t *deltaTable) HasCommit(id int64) bool { return id >= t.first && id <= t.versions.Latest }
 
-func (t *deltaTable) Schema(ctx context.Context, s *lake.Commit) (*iceberg.Schema, error) {
+func (t *deltaTable) Schema(ctx context.Context, s *lake.Commit) (*lake.Schema, error) {
 	v := t.versions.Latest
 	if s != nil {
 		v = s.ID

@@ -10,8 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
@@ -29,7 +27,7 @@ type deltaFiles struct {
 	src       *deltaGen
 	name      string
 	mem       memory.Allocator
-	end       *iceberg.Schema
+	end       *lake.Schema
 	schema    *deltaSchema
 	stats     lake.ReadStats
 	batchRows int
@@ -70,7 +68,7 @@ func newDeltaFiles(ctx context.Context, src *deltaGen, r *lake.Read) (*deltaFile
 	f := &deltaFiles{src: src, name: r.Table, mem: r.Allocator, end: sc.logical, schema: sc, stats: r.Stats,
 		batchRows: min(r.BatchRows, pqread.DefaultBatchRows), dvs: map[string]*roaring.Bitmap{},
 		metas: map[string]*pqread.Meta{}, cdc: map[*cdcCommit]*cdcCounts{}}
-	all := topLevelNames(sc.logical)
+	all := sc.logical.Names()
 	if f.full, err = f.target(all); err != nil {
 		return nil, err
 	}
@@ -87,16 +85,13 @@ func newDeltaFiles(ctx context.Context, src *deltaGen, r *lake.Read) (*deltaFile
 // schema.
 func (f *deltaFiles) target(cols []string) (*deltaTarget, error) {
 	if len(cols) == 1 && cols[0] == "*" {
-		cols = topLevelNames(f.end)
+		cols = f.end.Names()
 	}
-	sub, err := f.end.Select(true, cols...)
+	sub, err := f.end.Select(cols...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnknownColumn, err)
 	}
-	sch, err := table.SchemaToArrowSchema(sub, nil, false, false)
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot convert the schema of table %s to Arrow: %v", ErrUnsupported, f.name, err)
-	}
+	sch := sub.ToArrow()
 	t := &deltaTarget{schema: sch, columns: make([]pqread.Column, sch.NumFields()),
 		partition: make([]*delta.StructField, sch.NumFields())}
 	for i, af := range sch.Fields() {

@@ -7,15 +7,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/lake"
 )
 
 // deltaSchema is a Delta schema prepared for the engine.
 type deltaSchema struct {
-	logical *iceberg.Schema
+	logical *lake.Schema
 	fields  map[string]delta.StructField // by logical name
 	mode    delta.ColumnMappingMode
 	// partition are the partition columns' logical names.
@@ -54,7 +52,7 @@ func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 		// protocol has the columnMapping feature.
 		mode = delta.MappingNone
 	}
-	logical, err := delta.ToIceberg(st, mode)
+	logical, err := delta.ToLake(st, mode)
 	if err != nil {
 		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
 	}

@@ -8,9 +8,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/scalar"
-	"github.com/apache/iceberg-go"
 
 	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // deltaStatsStringMax is the longest string statistic taken as an exact
@@ -44,41 +44,41 @@ func newDeltaFileStats(sc *deltaSchema, a *delta.Add) deltaFileStats {
 // added with, of a field of the window's end schema: the same column (the
 // same name, and the same column mapping id) of the same type; false when
 // its statistics cannot be compared with the end schema's values.
-func (s deltaFileStats) field(f iceberg.NestedField) (delta.StructField, bool) {
-	vf, ok := s.schema.logical.FindFieldByName(f.Name)
-	if !ok || !vf.Type.Equals(f.Type) || (s.schema.mode != delta.MappingNone && vf.ID != f.ID) {
+func (s deltaFileStats) field(c lake.Column) (delta.StructField, bool) {
+	vf, ok := s.schema.logical.FieldByName(c.Path)
+	if !ok || !lake.Equal(vf.Type, c.Type) || (s.schema.mode != delta.MappingNone && vf.ID != c.FieldID) {
 		return delta.StructField{}, false
 	}
-	sf, ok := s.schema.fields[f.Name]
+	sf, ok := s.schema.fields[c.Path]
 	return sf, ok
 }
 
-func (s deltaFileStats) Bounds(f iceberg.NestedField) (any, any, bool) {
-	sf, ok := s.field(f)
+func (s deltaFileStats) Bounds(c lake.Column) (lake.Value, lake.Value, bool) {
+	sf, ok := s.field(c)
 	if !ok {
-		return nil, nil, false
+		return lake.Value{}, lake.Value{}, false
 	}
 	phys := sf.PhysicalName(s.schema.mode)
-	if s.schema.partition[f.Name] {
+	if s.schema.partition[c.Path] {
 		v, err := delta.PartitionValue(s.partition[phys], sf.Type)
 		if err != nil || !v.IsValid() {
-			return nil, nil, false
+			return lake.Value{}, lake.Value{}, false
 		}
-		c, ok := comparableScalar(v)
-		return c, c, ok
+		b, ok := comparableScalar(v)
+		return statBounds(b, b, ok)
 	}
 	lo, ok1 := statValue(s.stats.MinValues[phys], sf.Type, false)
 	hi, ok2 := statValue(s.stats.MaxValues[phys], sf.Type, true)
-	return lo, hi, ok1 && ok2
+	return statBounds(lo, hi, ok1 && ok2)
 }
 
-func (s deltaFileStats) Counts(f iceberg.NestedField) (int64, int64, bool) {
-	sf, ok := s.field(f)
+func (s deltaFileStats) Counts(c lake.Column) (int64, int64, bool) {
+	sf, ok := s.field(c)
 	if !ok || s.stats.NumRecords == nil {
 		return 0, 0, false
 	}
 	phys := sf.PhysicalName(s.schema.mode)
-	if s.schema.partition[f.Name] {
+	if s.schema.partition[c.Path] {
 		if s.partition[phys] == nil || *s.partition[phys] == "" {
 			return *s.stats.NumRecords, *s.stats.NumRecords, true
 		}

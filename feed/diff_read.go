@@ -6,7 +6,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
 
 	"github.com/sluicefeed/sluice/lake"
 )
@@ -24,7 +23,7 @@ const (
 type diffReader struct {
 	mem  memory.Allocator
 	read *lake.Read
-	end  *iceberg.Schema
+	end  *lake.Schema
 	name string
 	// concurrency bounds the files read at once.
 	concurrency int
@@ -50,7 +49,7 @@ func newDiffReader(e *Engine, p *Plan, read *lake.Read, spill *spillDir) *diffRe
 // keyColumn resolves an equality field id to its column in decoded rows.
 func (d *diffReader) keyColumn(rec arrow.RecordBatch) func(id int) (int, error) {
 	return func(id int) (int, error) {
-		name, ok := d.end.FindColumnName(id)
+		name, ok := d.end.ColumnName(id)
 		if idx := rec.Schema().FieldIndices(name); ok && len(idx) == 1 {
 			return idx[0], nil
 		}

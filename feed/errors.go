@@ -3,6 +3,7 @@ package feed
 import (
 	"errors"
 
+	"github.com/sluicefeed/sluice/filter"
 	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/lake"
 )
@@ -22,7 +23,7 @@ var (
 	ErrUnknownColumn = lake.ErrUnknownColumn
 	// ErrInvalidFilter reports a filter that does not parse or does not
 	// type-check against the schema.
-	ErrInvalidFilter = errclass.New(errclass.InvalidArgument, "feed: invalid filter")
+	ErrInvalidFilter = filter.ErrInvalidFilter
 	// ErrNotAncestor reports a window whose start is not an ancestor of its
 	// end on the table's lineage.
 	ErrNotAncestor = errclass.New(errclass.InvalidArgument, "feed: from snapshot is not an ancestor of to snapshot")

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -37,7 +38,21 @@ func (t *icebergTable) History(head *int64) lake.History { return icebergHistory
 
 func (t *icebergTable) HasCommit(id int64) bool { return t.meta.SnapshotByID(id) != nil }
 
-func (t *icebergTable) Schema(_ context.Context, s *lake.Commit) (*iceberg.Schema, error) {
+func (t *icebergTable) Schema(_ context.Context, s *lake.Commit) (*lake.Schema, error) {
+	sc, err := t.nativeSchema(s)
+	if err != nil {
+		return nil, err
+	}
+	out, err := icebergformat.SchemaFrom(sc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schema %d: %w", ErrUnsupported, sc.ID, err)
+	}
+	return out, nil
+}
+
+// nativeSchema returns the iceberg-go schema of commit s (nil: the
+// table's current schema).
+func (t *icebergTable) nativeSchema(s *lake.Commit) (*iceberg.Schema, error) {
 	if s == nil {
 		return t.meta.CurrentSchema(), nil
 	}

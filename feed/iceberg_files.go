@@ -64,7 +64,7 @@ func newIcebergFiles(ctx context.Context, it *icebergTable, r *lake.Read) (*iceb
 	if err != nil {
 		return nil, fmt.Errorf("open storage of table %s: %w", r.Table, err)
 	}
-	end, err := it.Schema(ctx, &r.End)
+	end, err := it.nativeSchema(&r.End)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", r.Table, err)
 	}
@@ -75,7 +75,7 @@ func newIcebergFiles(ctx context.Context, it *icebergTable, r *lake.Read) (*iceb
 		footers: map[string]*footer{}, metas: map[string]*pqread.Meta{}}
 	target := func(concurrency int, cols []string) (*icebergTarget, error) {
 		if len(cols) == 1 && cols[0] == "*" {
-			cols = topLevelNames(end)
+			cols = icebergNames(end)
 		}
 		sub, err := end.Select(true, cols...)
 		if err != nil {
@@ -99,7 +99,7 @@ func newIcebergFiles(ctx context.Context, it *icebergTable, r *lake.Read) (*iceb
 	if f.scan, err = target(r.Concurrency, r.Columns); err != nil {
 		return nil, err
 	}
-	if f.full, err = target(1, topLevelNames(end)); err != nil {
+	if f.full, err = target(1, icebergNames(end)); err != nil {
 		f.close()
 		return nil, err
 	}
@@ -330,4 +330,13 @@ func (f *icebergFiles) cachedFooter(df iceberg.DataFile) (*footer, bool) {
 	defer f.mu.Unlock()
 	ft, ok := f.footers[df.FilePath()]
 	return ft, ok
+}
+
+// icebergNames are the names of a schema's top-level columns.
+func icebergNames(sc *iceberg.Schema) []string {
+	names := make([]string, sc.NumFields())
+	for i, f := range sc.Fields() {
+		names[i] = f.Name
+	}
+	return names
 }

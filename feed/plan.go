@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
 
+	"github.com/sluicefeed/sluice/filter"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -78,11 +78,11 @@ type Plan struct {
 	RecordsRead      int64 `json:"records_read"`
 
 	tbl         Table
-	to          *Snapshot       // the window's end; nil for a table without snapshots
-	end         *iceberg.Schema // the schema of the window's end
-	schema      *arrow.Schema   // the renderable change row of the output
-	flat        *arrow.Schema   // the flat layout of schema; nil for the renderable row
-	scanFields  []string        // the columns the scan decodes
+	to          *Snapshot     // the window's end; nil for a table without snapshots
+	end         *lake.Schema  // the schema of the window's end
+	schema      *arrow.Schema // the renderable change row of the output
+	flat        *arrow.Schema // the flat layout of schema; nil for the renderable row
+	scanFields  []string      // the columns the scan decodes
 	filter      *Filter
 	foldUpdates bool
 	// wide is the schema the window's changes are computed in: the output
@@ -166,11 +166,7 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 	opts := lake.PlanOptions{Table: p.Table, Stats: &e.stats}
 	if p.filter != nil && !p.NetChanges {
 		// Net changes are filtered after netting, so every change is read.
-		prune, err := newPruner(p.filter, p.end)
-		if err != nil {
-			return nil, err
-		}
-		opts.Prune = prune
+		opts.Prune = filter.NewPruner(p.filter.Expr)
 	}
 	planner, err := p.tbl.Planner(ctx, opts)
 	if err != nil {
@@ -296,7 +292,7 @@ func (p *Plan) diffColumns() []string {
 	for _, sp := range p.Snapshots {
 		for _, fd := range sp.diffs {
 			for _, id := range fd.KeyFields() {
-				if name, ok := p.end.FindColumnName(id); ok {
+				if name, ok := p.end.ColumnName(id); ok {
 					add(strings.SplitN(name, ".", 2)[0])
 				}
 			}
@@ -307,8 +303,8 @@ func (p *Plan) diffColumns() []string {
 
 // resolveColumns checks the projection, identity and filter against the
 // end schema and sets the plan's columns, identity, filter and scan fields.
-func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
-	available := topLevelNames(end)
+func (p *Plan) resolveColumns(end *lake.Schema, req Request) error {
+	available := end.Names()
 	has := make(map[string]bool, len(available))
 	for _, n := range available {
 		has[n] = true
@@ -334,7 +330,7 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 	p.Identity = req.Identity
 	if len(p.Identity) == 0 {
 		for _, id := range end.IdentifierFieldIDs {
-			if name, ok := end.FindColumnName(id); ok {
+			if name, ok := end.ColumnName(id); ok {
 				p.Identity = append(p.Identity, name)
 			}
 		}
@@ -349,7 +345,7 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 
 	p.scanFields = append([]string(nil), p.Columns...)
 	if req.Filter != "" {
-		f, err := bindFilter(req.Filter, req.filter, end)
+		f, err := filter.Parse(req.Filter, end)
 		if err != nil {
 			return err
 		}

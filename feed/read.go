@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/sluicefeed/sluice/filter"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -45,7 +46,7 @@ func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 // decodes as many files at once as one large append does, and the diff of
 // the next snapshot is computed while the consumer still takes the last
 // one's batches.
-func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) iter.Seq2[Batch, error] {
+func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filtered bool) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
 		ctx, cancel := context.WithCancel(compute.WithAllocator(ctx, e.opts.Allocator))
 		defer cancel()
@@ -56,13 +57,9 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 			defer src.Close()
 		}
 
-		var rf *rowFilter
-		if p.filter != nil && p.To != nil && filter {
-			var err error
-			if rf, err = compileFilter(p.filter, p.end); err != nil {
-				yield(Batch{}, err)
-				return
-			}
+		var rf *filter.RowEvaluator
+		if p.filter != nil && p.To != nil && filtered {
+			rf = filter.NewRowEvaluator(p.filter.Expr)
 		}
 		var diffs *diffReader
 		for _, sp := range p.Snapshots {
@@ -101,7 +98,7 @@ type readAhead struct {
 	p     *Plan
 	src   *lake.Read
 	diffs *diffReader
-	rf    *rowFilter
+	rf    *filter.RowEvaluator
 	fold  bool
 
 	next    int // the next snapshot to start
@@ -206,7 +203,7 @@ func (r *readAhead) stop(cancel context.CancelFunc) {
 // readSnapshot streams one snapshot's changes, holding back one batch so
 // that the last can be marked complete. It returns false when the sequence
 // must stop (the consumer stopped, or an error was yielded).
-func (e *Engine) readSnapshot(ctx context.Context, src *lake.Read, diffs *diffReader, rf *rowFilter,
+func (e *Engine) readSnapshot(ctx context.Context, src *lake.Read, diffs *diffReader, rf *filter.RowEvaluator,
 	asm *assembler, p *Plan, sp SnapshotPlan, fold bool, yield func(Batch, error) bool) bool {
 	var pending arrow.RecordBatch
 	flush := func(complete bool) bool {
@@ -299,9 +296,9 @@ func (b Batch) String() string {
 
 // keepMatching returns the rows of rec whose filter value is true; it takes
 // over rec (releasing it) and returns a record the caller releases.
-func keepMatching(ctx context.Context, mem memory.Allocator, rf *rowFilter, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+func keepMatching(ctx context.Context, mem memory.Allocator, rf *filter.RowEvaluator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	defer rec.Release()
-	v, err := rf.eval(rec)
+	v, err := rf.Eval(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -309,8 +306,8 @@ func keepMatching(ctx context.Context, mem memory.Allocator, rf *rowFilter, rec 
 	defer b.Release()
 	all := true
 	for _, t := range v {
-		b.Append(t == isTrue)
-		all = all && t == isTrue
+		b.Append(t == filter.IsTrue)
+		all = all && t == filter.IsTrue
 	}
 	if all {
 		rec.Retain()

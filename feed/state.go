@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 
+	"github.com/sluicefeed/sluice/filter"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -95,13 +96,9 @@ func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, 
 		ctx := compute.WithAllocator(ctx, e.opts.Allocator)
 		asm := newAssembler(e.opts.Allocator, p.schema, e.opts.MaxBatchRows, e.opts.MaxBatchBytes)
 		defer asm.release()
-		var rf *rowFilter
+		var rf *filter.RowEvaluator
 		if p.filter != nil {
-			var err error
-			if rf, err = compileFilter(p.filter, p.end); err != nil {
-				yield(Batch{}, err)
-				return
-			}
+			rf = filter.NewRowEvaluator(p.filter.Expr)
 		}
 		// Hold back one batch, so that the last can be marked complete.
 		var pending arrow.RecordBatch

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
 )
 
 // Table formats (Table.Format).
@@ -33,7 +32,7 @@ type Table interface {
 	HasCommit(id int64) bool
 	// Schema returns the logical schema of commit c (nil: the table's
 	// current schema).
-	Schema(ctx context.Context, c *Commit) (*iceberg.Schema, error)
+	Schema(ctx context.Context, c *Commit) (*Schema, error)
 	// Planner returns the planner of the commits of one window.
 	Planner(ctx context.Context, opts PlanOptions) (Planner, error)
 	// State lists the live files of commit c, whose every live row a state
@@ -73,20 +72,35 @@ type Planner interface {
 }
 
 // Pruner decides from statistics whether a file or row group may hold a
-// row a filter keeps. It is conservative: anything the statistics do not
-// rule out may match.
+// row a filter keeps (package filter's Pruner). It is conservative:
+// anything the statistics do not rule out may match.
 type Pruner interface {
-	MayMatch(st ColumnStats) bool
+	MayMatch(st Stats) bool
 }
 
-// ColumnStats answers, for one file or row group, what its statistics say
-// of a column of the window's end schema. ok is false when they say
-// nothing.
-type ColumnStats interface {
-	// Bounds returns the column's lower and upper bound.
-	Bounds(field iceberg.NestedField) (lo, hi any, ok bool)
-	// Counts returns the column's values and nulls.
-	Counts(field iceberg.NestedField) (values, nulls int64, ok bool)
+// Column is a column a filter reads: a primitive field of the window's end
+// schema, top-level or nested in structs only.
+type Column struct {
+	// FieldID is the field's id in the schema the filter was bound to.
+	FieldID int
+	// Path is the field's full dotted name (addr.city).
+	Path string
+	// Type is the field's type, a primitive one.
+	Type Type
+}
+
+// Stats is what a file's or row group's statistics say of its columns.
+// Each format implements it over its own statistics.
+type Stats interface {
+	// Bounds returns the least and greatest non-null values of the column,
+	// as values of its type (or of a type held as its values are, see
+	// Value); ok is false when the statistics do not say. A truncated
+	// bound must still bound: a lower bound no greater, an upper bound no
+	// less than every value.
+	Bounds(c Column) (lo, hi Value, ok bool)
+	// Counts returns the number of values of the column, nulls included,
+	// and of nulls; ok is false when the statistics do not say.
+	Counts(c Column) (values, nulls int64, ok bool)
 }
 
 // PlanStats counts what planning reads.
@@ -156,4 +170,21 @@ type ChangeFile interface {
 	// over each batch.
 	Rows(ctx context.Context, r *Read, commit int64, whole bool,
 		emit func(side int, rec arrow.RecordBatch) error) error
+}
+
+// StatValue is a statistic decoded into its comparison domain (an int64
+// for booleans, integers, dates, times and timestamps; a float64 for
+// floats; a string for strings) as a Value that compares (Compare) with
+// the values of a column of such a type. ok is false for another Go type,
+// and for NaN.
+func StatValue(v any) (Value, bool) {
+	switch v := v.(type) {
+	case int64:
+		return LongValue(v), true
+	case float64:
+		return DoubleValue(v), v == v
+	case string:
+		return StringValue(v), true
+	}
+	return Value{}, false
 }
