@@ -10,13 +10,14 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/table"
 )
 
-// Tables is what the engine needs from a catalog: tables by name.
+// Tables is what the engine needs from a catalog: tables of any format by
+// name, as their formats present them (catalog.Catalog for an Iceberg
+// catalog; format/iceberg.NewTable and format/delta.Source make them).
 type Tables interface {
-	// LoadTable loads the current metadata of the table "namespace.table".
-	LoadTable(ctx context.Context, name string) (*table.Table, error)
+	// Load loads the current state of the table "namespace.table".
+	Load(ctx context.Context, name string) (Table, error)
 	// ListTables returns the names of every table.
 	ListTables(ctx context.Context) ([]string, error)
 }
@@ -96,7 +97,6 @@ func (o Options) withDefaults() Options {
 type Engine struct {
 	tables Tables
 	opts   Options
-	cache  *IcebergCache
 	stats  counters
 	budget *budget
 	// reads counts the reads running (see Close).
@@ -179,7 +179,7 @@ func (e *Engine) TableLoads() map[string]int64 {
 
 // New returns an engine that reads the tables of tables.
 func New(tables Tables, opts Options) *Engine {
-	e := &Engine{tables: tables, opts: opts.withDefaults(), cache: NewIcebergCache(), watchers: map[string]*watcher{},
+	e := &Engine{tables: tables, opts: opts.withDefaults(), watchers: map[string]*watcher{},
 		loads: map[string]int64{}}
 	e.budget = newBudget(e.opts.MemoryBudget)
 	return e
@@ -216,11 +216,10 @@ func (e *Engine) load(ctx context.Context, name string) (Table, error) {
 	return e.loadTable(ctx, name)
 }
 
-// loadTable loads a table's current state from the catalog, through the
-// catalog's format-aware Load when it has one, else as an Iceberg table,
-// and counts the load.
+// loadTable loads a table's current state from the catalog, and counts
+// the load.
 func (e *Engine) loadTable(ctx context.Context, name string) (Table, error) {
-	tbl, err := e.loadUncounted(ctx, name)
+	tbl, err := e.tables.Load(ctx, name)
 	e.stats.tableLoads.Add(1)
 	if err != nil {
 		e.stats.tableLoadFailures.Add(1)
@@ -230,17 +229,6 @@ func (e *Engine) loadTable(ctx context.Context, name string) (Table, error) {
 	e.loads[name]++
 	e.loadsMu.Unlock()
 	return tbl, nil
-}
-
-func (e *Engine) loadUncounted(ctx context.Context, name string) (Table, error) {
-	if ft, ok := e.tables.(FormatTables); ok {
-		return ft.Load(ctx, name)
-	}
-	tbl, err := e.tables.LoadTable(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return IcebergTable(tbl, e.cache), nil
 }
 
 // pinnedKey is the context key of a pinned table state.

@@ -9,7 +9,7 @@ import (
 	"runtime/debug"
 
 	"github.com/sluicefeed/sluice/internal/lib/errclass"
-	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/internal/lib/storage/storageerr"
 )
 
 // Sentinel errors a table format reports to the engine, and the engine to
@@ -93,7 +93,7 @@ func ReadError(name string, commit int64, what string, err error) error {
 	case errors.Is(err, ErrResyncRequired), errors.Is(err, ErrUnreadable), errors.Is(err, ErrStorageUnavailable),
 		errors.Is(err, ErrInternal), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err // classified already, or not a file's fault
-	case errors.Is(err, storage.ErrOutsideRoot):
+	case errors.Is(err, storageerr.ErrOutsideRoot):
 		// A local file that a symbolic link leads out of its root: not
 		// read unless the root's setting allows it (the error names it).
 		return fmt.Errorf("%w: %s: %s: %w", ErrUnsupported, where, what, err)
@@ -120,10 +120,10 @@ func ReadError(name string, commit int64, what string, err error) error {
 // refused credentials, settings that cannot work, which no read of the
 // table can cure and which are not the history's either.
 func StorageFault(err error) bool {
-	return errors.Is(err, storage.ErrBucketNotFound) || errors.Is(err, storage.ErrAccessDenied) ||
-		errors.Is(err, storage.ErrMisconfigured)
+	return errors.Is(err, storageerr.ErrBucketNotFound) || errors.Is(err, storageerr.ErrAccessDenied) ||
+		errors.Is(err, storageerr.ErrMisconfigured)
 }
 
 // StorageDown reports whether err is storage that could not be reached
 // (it may come back).
-func StorageDown(err error) bool { return errors.Is(err, storage.ErrUnavailable) }
+func StorageDown(err error) bool { return errors.Is(err, storageerr.ErrUnavailable) }

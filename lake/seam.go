@@ -172,12 +172,18 @@ type ChangeFile interface {
 		emit func(side int, rec arrow.RecordBatch) error) error
 }
 
-// StatValue is a statistic decoded into its comparison domain (an int64
-// for booleans, integers, dates, times and timestamps; a float64 for
-// floats; a string for strings) as a Value that compares (Compare) with
-// the values of a column of such a type. ok is false for another Go type,
-// and for NaN.
-func StatValue(v any) (Value, bool) {
+// StatBounds are a column's lower and upper statistics, decoded into
+// their comparison domain (an int64 for booleans, integers, dates, times
+// and timestamps; a float64 for floats; a string for strings), as values
+// that compare (Compare) with the column's values. ok is false when either
+// is of another Go type, or NaN.
+func StatBounds(lo, hi any) (Value, Value, bool) {
+	l, ok1 := statValue(lo)
+	h, ok2 := statValue(hi)
+	return l, h, ok1 && ok2
+}
+
+func statValue(v any) (Value, bool) {
 	switch v := v.(type) {
 	case int64:
 		return LongValue(v), true

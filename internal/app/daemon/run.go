@@ -21,6 +21,8 @@ import (
 
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/format/delta"
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/app/demo"
 	_ "github.com/sluicefeed/sluice/internal/lib/storage" // object-store file IO (s3, gs, abfs)
 	"github.com/sluicefeed/sluice/progress"
@@ -74,8 +76,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 
-	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*feed.DeltaSource{},
-		checked: map[string]time.Time{}, plans: feed.NewIcebergCache()}
+	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*delta.Source{},
+		checked: map[string]time.Time{}, plans: icebergformat.NewCache()}
 	if cfg.Delta.Enabled() {
 		if tables.delta, err = newDeltaTables(ctx, cfg); err != nil {
 			return err

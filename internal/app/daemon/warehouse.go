@@ -18,6 +18,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
@@ -126,7 +127,7 @@ type suggestingTables struct {
 	delta *catalog.DeltaTables
 	mu    sync.Mutex // guards sources and checked
 	// sources are the Delta tables' sources, by name.
-	sources map[string]*feed.DeltaSource
+	sources map[string]*delta.Source
 	// checked is when each Delta table's name was last found free in the
 	// Iceberg catalog.
 	checked map[string]time.Time
@@ -134,7 +135,7 @@ type suggestingTables struct {
 	// notifications (nil: --watch-files=false).
 	notify *fileNotifier
 	// plans keeps what planning read of the Iceberg tables' snapshots.
-	plans *feed.IcebergCache
+	plans *icebergformat.Cache
 }
 
 // nameCheckInterval is how often a Delta table's name is looked up in the
@@ -158,7 +159,7 @@ func (s *suggestingTables) Load(ctx context.Context, name string) (feed.Table, e
 	if err != nil {
 		return nil, err
 	}
-	return feed.IcebergTable(tbl, s.plans), nil
+	return icebergformat.NewTable(tbl, s.plans), nil
 }
 
 // checkName refuses a Delta table whose name the Iceberg catalog also
@@ -191,7 +192,7 @@ func (s *suggestingTables) checkName(ctx context.Context, name string) error {
 }
 
 // deltaSource returns the source of the Delta table name.
-func (s *suggestingTables) deltaSource(ctx context.Context, name string) (*feed.DeltaSource, error) {
+func (s *suggestingTables) deltaSource(ctx context.Context, name string) (*delta.Source, error) {
 	s.mu.Lock()
 	src, ok := s.sources[name]
 	s.mu.Unlock()
@@ -202,7 +203,7 @@ func (s *suggestingTables) deltaSource(ctx context.Context, name string) (*feed.
 	if err != nil {
 		return nil, err
 	}
-	src, err = feed.NewDeltaSource(ctx, loc.FS, name, delta.WithRoot(loc.Root))
+	src, err = delta.NewSource(ctx, loc.FS, name, delta.WithRoot(loc.Root))
 	if err != nil {
 		return nil, err
 	}

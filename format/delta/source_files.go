@@ -1,4 +1,4 @@
-package feed
+package delta
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 
-	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
 	"github.com/sluicefeed/sluice/lake"
 )
@@ -49,7 +48,7 @@ type deltaTarget struct {
 	columns []pqread.Column
 	// partition has, for each partition column of the target, its
 	// physical name and Delta type; nil elsewhere.
-	partition []*delta.StructField
+	partition []*StructField
 }
 
 // deltaFilesKey keys a Delta table's file readers in a read's memo.
@@ -89,15 +88,15 @@ func (f *deltaFiles) target(cols []string) (*deltaTarget, error) {
 	}
 	sub, err := f.end.Select(cols...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnknownColumn, err)
+		return nil, fmt.Errorf("%w: %v", lake.ErrUnknownColumn, err)
 	}
 	sch := sub.ToArrow()
 	t := &deltaTarget{schema: sch, columns: make([]pqread.Column, sch.NumFields()),
-		partition: make([]*delta.StructField, sch.NumFields())}
+		partition: make([]*StructField, sch.NumFields())}
 	for i, af := range sch.Fields() {
 		sf, ok := f.schema.fields[af.Name]
 		if !ok {
-			return nil, fmt.Errorf("%w: column %q of table %s is not in its Delta schema", ErrInternal, af.Name, f.name)
+			return nil, fmt.Errorf("%w: column %q of table %s is not in its Delta schema", lake.ErrInternal, af.Name, f.name)
 		}
 		if f.schema.partition[af.Name] {
 			t.partition[i] = &sf
@@ -111,9 +110,9 @@ func (f *deltaFiles) target(cols []string) (*deltaTarget, error) {
 // columnOf says where a Delta field's values are in its data files: by
 // field id (column mapping mode id), physical name (mode name) or name,
 // recursively for the fields of structs.
-func columnOf(sf delta.StructField, at arrow.DataType, mode delta.ColumnMappingMode) pqread.Column {
+func columnOf(sf StructField, at arrow.DataType, mode ColumnMappingMode) pqread.Column {
 	var c pqread.Column
-	if id, ok := sf.FieldID(); ok && mode == delta.MappingID {
+	if id, ok := sf.FieldID(); ok && mode == MappingID {
 		c.FieldID = &id
 	} else {
 		c.Name = sf.PhysicalName(mode)
@@ -123,9 +122,9 @@ func columnOf(sf delta.StructField, at arrow.DataType, mode delta.ColumnMappingM
 }
 
 // childColumns maps the nested parts of a Delta type onto an Arrow type.
-func childColumns(dt delta.DataType, at arrow.DataType, mode delta.ColumnMappingMode) []pqread.Column {
+func childColumns(dt DataType, at arrow.DataType, mode ColumnMappingMode) []pqread.Column {
 	switch t := dt.(type) {
-	case *delta.StructType:
+	case *StructType:
 		st, ok := at.(*arrow.StructType)
 		if !ok {
 			return nil
@@ -139,13 +138,13 @@ func childColumns(dt delta.DataType, at arrow.DataType, mode delta.ColumnMapping
 			}
 		}
 		return out
-	case *delta.ArrayType:
+	case *ArrayType:
 		lt, ok := at.(arrow.ListLikeType)
 		if !ok {
 			return nil
 		}
 		return []pqread.Column{{Children: childColumns(t.ElementType, lt.Elem(), mode)}}
-	case *delta.MapType:
+	case *MapType:
 		mt, ok := at.(*arrow.MapType)
 		if !ok {
 			return nil
@@ -167,9 +166,9 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 			continue
 		}
 		phys := sf.PhysicalName(f.schema.mode)
-		v, err := delta.PartitionValue(file.partition[phys], sf.Type)
+		v, err := PartitionValue(file.partition[phys], sf.Type)
 		if err != nil {
-			return fmt.Errorf("%w: snapshot %d of table %s: %s: partition column %q: %w", ErrUnreadable, snapshot,
+			return fmt.Errorf("%w: snapshot %d of table %s: %s: partition column %q: %w", lake.ErrUnreadable, snapshot,
 				f.name, what, sf.Name, err)
 		}
 		cols[i] = pqread.Column{Constant: v}
@@ -181,12 +180,12 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 	}
 	r, closeFile, err := f.open(file)
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	defer closeFile()
 	meta, err := f.meta(file, r)
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	rows := int64(0)
 	err = pqread.Read(ctx, r, target, cols, pqread.Options{Allocator: f.mem, BatchRows: f.batchRows,
@@ -195,7 +194,7 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 		return fn(rec, first)
 	})
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	groups := int64(len(meta.RowGroups))
 	if rgs != nil {
@@ -218,7 +217,7 @@ func (f *deltaFiles) open(file deltaFile) (parquet.ReaderAtSeeker, func(), error
 	r, ok := fh.(parquet.ReaderAtSeeker)
 	if !ok {
 		_ = fh.Close()
-		return nil, nil, fmt.Errorf("%w: the storage of table %s cannot read %s at random offsets", ErrInternal,
+		return nil, nil, fmt.Errorf("%w: the storage of table %s cannot read %s at random offsets", lake.ErrInternal,
 			f.name, p)
 	}
 	return r, func() { _ = fh.Close() }, nil
@@ -244,7 +243,7 @@ func (f *deltaFiles) meta(file deltaFile, r parquet.ReaderAtSeeker) (*pqread.Met
 
 // dv returns the rows a deletion vector deletes (an empty bitmap for nil).
 // The bitmap is shared: callers must not modify it.
-func (f *deltaFiles) dv(snapshot int64, path string, dv *delta.DeletionVector) (*roaring.Bitmap, error) {
+func (f *deltaFiles) dv(snapshot int64, path string, dv *DeletionVector) (*roaring.Bitmap, error) {
 	if dv == nil {
 		return roaring.New(), nil
 	}
@@ -258,9 +257,9 @@ func (f *deltaFiles) dv(snapshot int64, path string, dv *delta.DeletionVector) (
 	if ok {
 		return bm, nil
 	}
-	bm, err := delta.ReadDeletionVector(f.src.fsys, dv)
+	bm, err := ReadDeletionVector(f.src.fsys, dv)
 	if err != nil {
-		return nil, readError(f.name, snapshot, "the deletion vector of data file "+path, err)
+		return nil, lake.ReadError(f.name, snapshot, "the deletion vector of data file "+path, err)
 	}
 	f.mu.Lock()
 	f.dvs[key] = bm
@@ -461,7 +460,7 @@ func (c deltaChange) Rows(ctx context.Context, r *lake.Read, snapshot int64, who
 		kinds, ok := rec.Column(n).(*array.String)
 		if !ok {
 			return fmt.Errorf("%w: snapshot %d of table %s: change data file %s: %s is not a string column",
-				ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn)
+				lake.ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn)
 		}
 		sides := make([]int, rec.NumRows())
 		pairs := array.NewInt64Builder(f.mem)
@@ -470,7 +469,7 @@ func (c deltaChange) Rows(ctx context.Context, r *lake.Read, snapshot int64, who
 			kind, ok := changeSide[kinds.Value(i)]
 			if !ok || kinds.IsNull(i) {
 				return fmt.Errorf("%w: snapshot %d of table %s: change data file %s: unknown %s %q",
-					ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn, kinds.Value(i))
+					lake.ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn, kinds.Value(i))
 			}
 			sides[i] = kind.side
 			switch {

@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func newIcebergFiles(ctx context.Context, it *icebergTable, r *lake.Read) (*iceb
 		}
 		sub, err := end.Select(true, cols...)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnknownColumn, err)
+			return nil, fmt.Errorf("%w: %v", lake.ErrUnknownColumn, err)
 		}
 		// The fallback scan: batches of at most 16Ki rows (without a batch
 		// size, iceberg-go decodes a row group's columns whole), and no row
@@ -193,7 +193,7 @@ func (f *icebergFiles) candidates(ctx context.Context, d *icebergDiff, before, a
 			fl, ok := f.end.FindFieldByID(id)
 			if !ok {
 				return fmt.Errorf("%w: equality delete file %s deletes by field %d, which the window's end "+
-					"schema lacks", ErrUnsupported, df.FilePath(), id)
+					"schema lacks", lake.ErrUnsupported, df.FilePath(), id)
 			}
 			fields[i] = fl
 		}
@@ -274,7 +274,7 @@ func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d *icebe
 	} else {
 		var err error
 		if ft, err = f.footer(d.file); err != nil {
-			return readError(f.name, snapshot, "data file "+d.file.FilePath(), err)
+			return lake.ReadError(f.name, snapshot, "data file "+d.file.FilePath(), err)
 		}
 		runs = ft.runs(rgs)
 		for _, r := range runs {
@@ -285,19 +285,19 @@ func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d *icebe
 	what := "data file " + d.file.FilePath()
 	_, records, err := t.fallback.ReadTasks(ctx, tasks)
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	run, inRun, rows := 0, int64(0), int64(0)
 	for rec, err := range records {
 		if err != nil {
-			return readError(f.name, snapshot, what, err)
+			return lake.ReadError(f.name, snapshot, what, err)
 		}
 		for run < len(runs) && inRun == runs[run].rows {
 			run, inRun = run+1, 0
 		}
 		if run == len(runs) || inRun+rec.NumRows() > runs[run].rows {
 			rec.Release()
-			return fmt.Errorf("%w: data file %s: read more rows than its row groups hold", ErrUnreadable,
+			return fmt.Errorf("%w: data file %s: read more rows than its row groups hold", lake.ErrUnreadable,
 				d.file.FilePath())
 		}
 		first := int(runs[run].pos + inRun)
@@ -313,7 +313,7 @@ func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d *icebe
 	}
 	if rows != want {
 		return fmt.Errorf("%w: data file %s: read %d rows where its manifest entry and footer say %d",
-			ErrUnreadable, d.file.FilePath(), rows, want)
+			lake.ErrUnreadable, d.file.FilePath(), rows, want)
 	}
 	groups := int64(0)
 	if rgs != nil {

@@ -1,4 +1,4 @@
-package feed
+package delta
 
 import (
 	"encoding/json"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
-	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -32,7 +31,7 @@ type deltaFileStats struct {
 	}
 }
 
-func newDeltaFileStats(sc *deltaSchema, a *delta.Add) deltaFileStats {
+func newDeltaFileStats(sc *deltaSchema, a *Add) deltaFileStats {
 	st := deltaFileStats{schema: sc, partition: a.PartitionValues}
 	if a.Stats != "" {
 		_ = json.Unmarshal([]byte(a.Stats), &st.stats) // unreadable statistics rule nothing out
@@ -44,10 +43,10 @@ func newDeltaFileStats(sc *deltaSchema, a *delta.Add) deltaFileStats {
 // added with, of a field of the window's end schema: the same column (the
 // same name, and the same column mapping id) of the same type; false when
 // its statistics cannot be compared with the end schema's values.
-func (s deltaFileStats) field(c lake.Column) (delta.StructField, bool) {
+func (s deltaFileStats) field(c lake.Column) (StructField, bool) {
 	vf, ok := s.schema.logical.FieldByName(c.Path)
-	if !ok || !lake.Equal(vf.Type, c.Type) || (s.schema.mode != delta.MappingNone && vf.ID != c.FieldID) {
-		return delta.StructField{}, false
+	if !ok || !lake.Equal(vf.Type, c.Type) || (s.schema.mode != MappingNone && vf.ID != c.FieldID) {
+		return StructField{}, false
 	}
 	sf, ok := s.schema.fields[c.Path]
 	return sf, ok
@@ -60,16 +59,22 @@ func (s deltaFileStats) Bounds(c lake.Column) (lake.Value, lake.Value, bool) {
 	}
 	phys := sf.PhysicalName(s.schema.mode)
 	if s.schema.partition[c.Path] {
-		v, err := delta.PartitionValue(s.partition[phys], sf.Type)
+		v, err := PartitionValue(s.partition[phys], sf.Type)
 		if err != nil || !v.IsValid() {
 			return lake.Value{}, lake.Value{}, false
 		}
 		b, ok := comparableScalar(v)
-		return statBounds(b, b, ok)
+		if !ok {
+			return lake.Value{}, lake.Value{}, false
+		}
+		return lake.StatBounds(b, b)
 	}
 	lo, ok1 := statValue(s.stats.MinValues[phys], sf.Type, false)
 	hi, ok2 := statValue(s.stats.MaxValues[phys], sf.Type, true)
-	return statBounds(lo, hi, ok1 && ok2)
+	if !ok1 || !ok2 {
+		return lake.Value{}, lake.Value{}, false
+	}
+	return lake.StatBounds(lo, hi)
 }
 
 func (s deltaFileStats) Counts(c lake.Column) (int64, int64, bool) {
@@ -128,27 +133,27 @@ func comparableScalar(v scalar.Scalar) (any, bool) {
 // statValue decodes a minValues (upper false) or maxValues (upper true)
 // entry as a comparable value, or false when it cannot be trusted as a
 // bound.
-func statValue(raw json.RawMessage, t delta.DataType, upper bool) (any, bool) {
+func statValue(raw json.RawMessage, t DataType, upper bool) (any, bool) {
 	if raw == nil {
 		return nil, false
 	}
 	switch t {
-	case delta.TypeByte, delta.TypeShort, delta.TypeInteger, delta.TypeLong:
+	case TypeByte, TypeShort, TypeInteger, TypeLong:
 		var n int64
 		return n, json.Unmarshal(raw, &n) == nil
-	case delta.TypeFloat, delta.TypeDouble:
+	case TypeFloat, TypeDouble:
 		var f float64
 		if json.Unmarshal(raw, &f) != nil || math.IsNaN(f) {
 			return nil, false
 		}
 		return f, true
-	case delta.TypeString:
+	case TypeString:
 		var s string
 		if json.Unmarshal(raw, &s) != nil || utf8.RuneCountInString(s) >= deltaStatsStringMax {
 			return nil, false
 		}
 		return s, true
-	case delta.TypeDate:
+	case TypeDate:
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			return nil, false
@@ -158,7 +163,7 @@ func statValue(raw json.RawMessage, t delta.DataType, upper bool) (any, bool) {
 			return nil, false
 		}
 		return d.Unix() / 86400, true
-	case delta.TypeTimestamp:
+	case TypeTimestamp:
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			return nil, false

@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"maps"
@@ -12,7 +12,7 @@ import (
 // Lineage returns the ancestry of the snapshot `head`, oldest first, as far
 // back as the metadata retains it. A nil head yields the lineage of the
 // main branch's current snapshot (empty for a table with no snapshot).
-func Lineage(meta table.Metadata, head *int64) []Snapshot {
+func Lineage(meta table.Metadata, head *int64) []lake.Commit {
 	var cur *table.Snapshot
 	if head == nil {
 		cur = meta.CurrentSnapshot()
@@ -30,11 +30,11 @@ func Lineage(meta table.Metadata, head *int64) []Snapshot {
 		cur = meta.SnapshotByID(*cur.ParentSnapshotID)
 	}
 	slices.Reverse(chain)
-	out := make([]Snapshot, len(chain))
+	out := make([]lake.Commit, len(chain))
 	for i, s := range chain {
 		out[i] = snapshotInfo(meta, s)
 		if meta.Version() < 2 {
-			var parent *Snapshot
+			var parent *lake.Commit
 			if i > 0 {
 				parent = &out[i-1]
 			}
@@ -61,7 +61,7 @@ const v1CommitScale = 1000
 // leaves room for a thousand commits in one millisecond, so a snapshot's
 // commit_seq depends on its parent's only when their times are that close
 // (or the clock went back): only then can expiring the parent change it.
-func v1CommitSeq(s Snapshot, parent *Snapshot) int64 {
+func v1CommitSeq(s lake.Commit, parent *lake.Commit) int64 {
 	cs := s.TimestampMs * v1CommitScale
 	if parent != nil && cs <= parent.CommitSeq {
 		cs = parent.CommitSeq + 1
@@ -69,8 +69,8 @@ func v1CommitSeq(s Snapshot, parent *Snapshot) int64 {
 	return cs
 }
 
-func snapshotInfo(meta table.Metadata, s *table.Snapshot) Snapshot {
-	info := Snapshot{
+func snapshotInfo(meta table.Metadata, s *table.Snapshot) lake.Commit {
+	info := lake.Commit{
 		ID:             s.SnapshotID,
 		ParentID:       s.ParentSnapshotID,
 		SequenceNumber: s.SequenceNumber,

@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func (x *deleteIndex) forTask(ctx context.Context, task *table.FileScanTask, row
 func (x *deleteIndex) positionMask(task *table.FileScanTask, dataPath string, rows int, ctx context.Context) (*roaring.Bitmap, error) {
 	mask := roaring.New()
 	if rows > math.MaxUint32 {
-		return nil, fmt.Errorf("%w: data file %s has %d rows, more than a deletion mask holds", ErrUnsupported,
+		return nil, fmt.Errorf("%w: data file %s has %d rows, more than a deletion mask holds", lake.ErrUnsupported,
 			dataPath, rows)
 	}
 	mark := func(positions *roaring.Bitmap, from string) error {
@@ -93,7 +93,7 @@ func (x *deleteIndex) positionMask(task *table.FileScanTask, dataPath string, ro
 		}
 		if last := positions.Maximum(); int64(last) >= int64(rows) {
 			return fmt.Errorf("%w: %s deletes position %d of %s, which has %d rows",
-				ErrUnsupported, from, last, dataPath, rows)
+				lake.ErrUnsupported, from, last, dataPath, rows)
 		}
 		mask.Or(positions)
 		return nil
@@ -134,7 +134,7 @@ func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, 
 		pathIdx, posIdx := fieldIndex(rec.Schema(), posDeleteFilePathID, "file_path"),
 			fieldIndex(rec.Schema(), posDeletePosID, "pos")
 		if pathIdx < 0 || posIdx < 0 {
-			return fmt.Errorf("%w: position delete file %s lacks file_path or pos", ErrUnsupported, df.FilePath())
+			return fmt.Errorf("%w: position delete file %s lacks file_path or pos", lake.ErrUnsupported, df.FilePath())
 		}
 		paths, err := stringsOf(rec.Column(pathIdx))
 		if err != nil {
@@ -142,13 +142,13 @@ func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, 
 		}
 		pos, ok := rec.Column(posIdx).(*array.Int64)
 		if !ok {
-			return fmt.Errorf("%w: position delete file %s has pos of type %s", ErrUnsupported, df.FilePath(),
+			return fmt.Errorf("%w: position delete file %s has pos of type %s", lake.ErrUnsupported, df.FilePath(),
 				rec.Column(posIdx).DataType())
 		}
 		for i := range int(rec.NumRows()) {
 			p := pos.Value(i)
 			if p < 0 || p > math.MaxUint32 {
-				return fmt.Errorf("%w: position delete file %s deletes position %d of %s", ErrUnsupported,
+				return fmt.Errorf("%w: position delete file %s deletes position %d of %s", lake.ErrUnsupported,
 					df.FilePath(), p, paths(i))
 			}
 			bm := byFile[paths(i)]
@@ -184,12 +184,12 @@ func (x *deleteIndex) deletionVector(df iceberg.DataFile) (*roaring.Bitmap, erro
 	}
 	bitmap, err := dv.ReadDV(x.fs, df)
 	if err != nil {
-		return nil, readError(x.table, x.snapshot, "deletion vector "+df.FilePath(), err)
+		return nil, lake.ReadError(x.table, x.snapshot, "deletion vector "+df.FilePath(), err)
 	}
 	positions = roaring.New()
 	for p := range bitmap.Positions() {
 		if p > math.MaxUint32 {
-			return nil, fmt.Errorf("%w: deletion vector %s deletes position %d", ErrUnsupported, df.FilePath(), p)
+			return nil, fmt.Errorf("%w: deletion vector %s deletes position %d", lake.ErrUnsupported, df.FilePath(), p)
 		}
 		positions.Add(uint32(p))
 	}
@@ -211,7 +211,7 @@ func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) 
 	}
 	ids := df.EqualityFieldIDs()
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("%w: equality delete file %s names no equality field", ErrUnsupported, df.FilePath())
+		return nil, fmt.Errorf("%w: equality delete file %s names no equality field", lake.ErrUnsupported, df.FilePath())
 	}
 	keys = map[string]struct{}{}
 	values := make([][]any, len(ids))
@@ -221,7 +221,7 @@ func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) 
 		for i, id := range ids {
 			idx := fieldIndex(rec.Schema(), id, "")
 			if idx < 0 {
-				return fmt.Errorf("%w: equality delete file %s lacks the column of field %d", ErrUnsupported,
+				return fmt.Errorf("%w: equality delete file %s lacks the column of field %d", lake.ErrUnsupported,
 					df.FilePath(), id)
 			}
 			cols[i] = rec.Column(idx)
@@ -229,7 +229,7 @@ func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) 
 		for r := range int(rec.NumRows()) {
 			var err error
 			if key, err = rowkey.Row(key[:0], cols, r); err != nil {
-				return fmt.Errorf("%w: %w", ErrUnsupported, err)
+				return fmt.Errorf("%w: %w", lake.ErrUnsupported, err)
 			}
 			if _, dup := keys[string(key)]; dup {
 				continue
@@ -308,26 +308,26 @@ type incomparable struct{}
 // readParquet streams the record batches of a delete file.
 func (x *deleteIndex) readParquet(ctx context.Context, df iceberg.DataFile, fn func(arrow.RecordBatch) error) error {
 	if df.FileFormat() != iceberg.ParquetFile {
-		return fmt.Errorf("%w: delete file %s is %s; only Parquet delete files are read", ErrUnsupported,
+		return fmt.Errorf("%w: delete file %s is %s; only Parquet delete files are read", lake.ErrUnsupported,
 			df.FilePath(), df.FileFormat())
 	}
 	f, err := x.fs.Open(df.FilePath())
 	if err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	defer f.Close()
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	defer pf.Close()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, x.mem)
 	if err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	defer rr.Release()
 	for rr.Next() {
@@ -336,7 +336,7 @@ func (x *deleteIndex) readParquet(ctx context.Context, df iceberg.DataFile, fn f
 		}
 	}
 	if err := rr.Err(); err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	return nil
 }
@@ -373,6 +373,6 @@ func stringsOf(arr arrow.Array) (func(int) string, error) {
 		}
 		return func(i int) string { return inner(a.GetValueIndex(i)) }, nil
 	default:
-		return nil, fmt.Errorf("%w: file_path column of type %s", ErrUnsupported, arr.DataType())
+		return nil, fmt.Errorf("%w: file_path column of type %s", lake.ErrUnsupported, arr.DataType())
 	}
 }

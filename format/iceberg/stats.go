@@ -1,9 +1,8 @@
-package feed
+package iceberg
 
 import (
 	"github.com/apache/iceberg-go"
 
-	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -15,26 +14,14 @@ func (s fileStats) Bounds(c lake.Column) (lake.Value, lake.Value, bool) {
 	if lb == nil || ub == nil {
 		return lake.Value{}, lake.Value{}, false
 	}
-	t := icebergformat.TypeTo(c.Type)
-	lo, ok1 := decodeBound(t, lb)
-	hi, ok2 := decodeBound(t, ub)
-	return statBounds(lo, hi, ok1 && ok2)
+	t := TypeTo(c.Type)
+	return bounds(t, lb, ub)
 }
 
 func (s fileStats) Counts(c lake.Column) (int64, int64, bool) {
 	values, ok1 := s.df.ValueCounts()[c.FieldID]
 	nulls, ok2 := s.df.NullValueCounts()[c.FieldID]
 	return values, nulls, ok1 && ok2
-}
-
-// statBounds are decoded bounds as values that compare with a column's.
-func statBounds(lo, hi any, ok bool) (lake.Value, lake.Value, bool) {
-	if !ok {
-		return lake.Value{}, lake.Value{}, false
-	}
-	l, ok1 := lake.StatValue(lo)
-	h, ok2 := lake.StatValue(hi)
-	return l, h, ok1 && ok2
 }
 
 // rowGroupStats are a row group's Parquet column statistics.
@@ -48,10 +35,8 @@ func (s rowGroupStats) Bounds(c lake.Column) (lake.Value, lake.Value, bool) {
 	if st == nil || !st.HasMinMax() {
 		return lake.Value{}, lake.Value{}, false
 	}
-	t := icebergformat.TypeTo(c.Type)
-	lo, ok1 := decodeBound(t, st.EncodeMin())
-	hi, ok2 := decodeBound(t, st.EncodeMax())
-	return statBounds(lo, hi, ok1 && ok2)
+	t := TypeTo(c.Type)
+	return bounds(t, st.EncodeMin(), st.EncodeMax())
 }
 
 func (s rowGroupStats) Counts(c lake.Column) (int64, int64, bool) {
@@ -60,4 +45,14 @@ func (s rowGroupStats) Counts(c lake.Column) (int64, int64, bool) {
 		return 0, 0, false
 	}
 	return st.NumValues() + st.NullCount(), st.NullCount(), true
+}
+
+// bounds decodes the lower and upper bounds of a column of type t.
+func bounds(t iceberg.Type, lb, ub []byte) (lake.Value, lake.Value, bool) {
+	lo, ok1 := decodeBound(t, lb)
+	hi, ok2 := decodeBound(t, ub)
+	if !ok1 || !ok2 {
+		return lake.Value{}, lake.Value{}, false
+	}
+	return lake.StatBounds(lo, hi)
 }

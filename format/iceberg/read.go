@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 
 // This file decodes Iceberg data files with the engine's own Parquet reader
 // (internal/lib/pqread), in the engine's goroutines: pqread turns a panic of
-// arrow-go's decoder on a corrupt file into ErrCorrupt (ErrUnreadable for
-// the read), and the engine's guard any other panic into ErrInternal.
+// arrow-go's decoder on a corrupt file into ErrCorrupt (lake.ErrUnreadable for
+// the read), and the engine's guard any other panic into lake.ErrInternal.
 // (iceberg-go's scan decodes in worker goroutines of its own, where no
 // recover of the engine's reaches: a corrupt file ended the process.)
 //
@@ -66,7 +66,7 @@ var errUseScan = errors.New("feed: data file left to iceberg-go's scan")
 // read and is returned as is), and returns the number of row groups read;
 // errUseScan for a file that is iceberg-go's to read (nothing read then).
 // Its errors are classified (readError): a corrupt file, on which the
-// decoder may panic, is ErrUnreadable.
+// decoder may panic, is lake.ErrUnreadable.
 func (f *icebergFiles) decode(ctx context.Context, snapshot int64, df iceberg.DataFile, t *icebergTarget, keep bool,
 	pick func(*pqread.Meta) ([]int, error), fn func(rec arrow.RecordBatch, first int64) error) (int, error) {
 	if df.FileFormat() != iceberg.ParquetFile {
@@ -75,29 +75,29 @@ func (f *icebergFiles) decode(ctx context.Context, snapshot int64, df iceberg.Da
 	what := "data file " + df.FilePath()
 	fh, err := f.fs.Open(df.FilePath())
 	if err != nil {
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	}
 	defer fh.Close()
 	m, err := f.meta(df.FilePath(), fh, keep)
 	if err != nil {
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	}
 	if m.Rows != df.Count() {
-		return 0, readError(f.name, snapshot, what,
+		return 0, lake.ReadError(f.name, snapshot, what,
 			fmt.Errorf("its footer holds %d rows where its manifest entry says %d", m.Rows, df.Count()))
 	}
 	cols, ok, err := t.fileColumns(m, f.mapping)
 	switch {
-	case errors.Is(err, ErrUnsupported):
+	case errors.Is(err, lake.ErrUnsupported):
 		return 0, fmt.Errorf("snapshot %d of table %s: %s: %w", snapshot, f.name, what, err)
 	case err != nil:
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	case !ok:
 		return 0, errUseScan
 	}
 	rgs, err := pick(m)
 	if err != nil {
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	}
 	var fnErr error
 	// The columns of a batch decode in parallel, as iceberg-go's scan
@@ -114,7 +114,7 @@ func (f *icebergFiles) decode(ctx context.Context, snapshot int64, df iceberg.Da
 	case fnErr != nil:
 		return 0, fnErr
 	case err != nil:
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	case rgs == nil:
 		return len(m.RowGroups), nil
 	}
@@ -179,7 +179,7 @@ func (f *icebergFiles) liveTask(ctx context.Context, snapshot int64, task table.
 	if len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) > 0 {
 		var err error
 		if dels, err = f.index.forTask(ctx, &task, int(task.File.Count())); err != nil {
-			return readError(f.name, snapshot, "the delete files of data file "+task.File.FilePath(), err)
+			return lake.ReadError(f.name, snapshot, "the delete files of data file "+task.File.FilePath(), err)
 		}
 	}
 	t, keyCol, ok, err := f.keyTarget(dels)
@@ -237,7 +237,7 @@ func (f *icebergFiles) keyTarget(dels *lake.Mask) (t *icebergTarget, keyCol func
 		if i, ok := idx[id]; ok {
 			return i, nil
 		}
-		return 0, fmt.Errorf("%w: field %d is not a column read", ErrInternal, id)
+		return 0, fmt.Errorf("%w: field %d is not a column read", lake.ErrInternal, id)
 	}
 	if dels == nil || len(dels.Equality) == 0 {
 		return f.scan, keyCol, true, nil
@@ -269,11 +269,11 @@ func (f *icebergFiles) scanTask(ctx context.Context, snapshot int64, task table.
 	what := "data file " + task.File.FilePath()
 	_, records, err := f.scan.fallback.ReadTasks(ctx, []table.FileScanTask{task})
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	for rec, err := range records {
 		if err != nil {
-			return readError(f.name, snapshot, what, err)
+			return lake.ReadError(f.name, snapshot, what, err)
 		}
 		if err := send(rec); err != nil {
 			return err

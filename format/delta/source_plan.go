@@ -1,4 +1,4 @@
-package feed
+package delta
 
 import (
 	"context"
@@ -7,15 +7,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/lake"
 )
 
 // deltaSchema is a Delta schema prepared for the engine.
 type deltaSchema struct {
 	logical *lake.Schema
-	fields  map[string]delta.StructField // by logical name
-	mode    delta.ColumnMappingMode
+	fields  map[string]StructField // by logical name
+	mode    ColumnMappingMode
 	// partition are the partition columns' logical names.
 	partition map[string]bool
 }
@@ -27,11 +26,11 @@ func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 	if err != nil {
 		return nil, deltaError(s.name, err)
 	}
-	if err := delta.CheckProtocol(p); err != nil {
-		return nil, fmt.Errorf("%w: version %d: %w", ErrUnsupported, v, err)
+	if err := CheckProtocol(p); err != nil {
+		return nil, fmt.Errorf("%w: version %d: %w", lake.ErrUnsupported, v, err)
 	}
 	key := fmt.Sprint(mappingSupported(p)) + "\x00" + m.SchemaString + "\x00" +
-		m.Configuration["delta.columnMapping.mode"] + "\x00" +
+		m.Configuration["columnMapping.mode"] + "\x00" +
 		strings.Join(m.PartitionColumns, "\x00")
 	s.mu.Lock()
 	sc, ok := s.schemas[key]
@@ -39,24 +38,24 @@ func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 	if ok {
 		return sc, nil
 	}
-	st, err := delta.ParseSchema(m.SchemaString)
+	st, err := ParseSchema(m.SchemaString)
 	if err != nil {
-		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
+		return nil, fmt.Errorf("%w: table %s, version %d: %w", lake.ErrUnsupported, s.name, v, err)
 	}
-	mode, err := delta.MappingMode(m.Configuration)
+	mode, err := MappingMode(m.Configuration)
 	if err != nil {
-		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
+		return nil, fmt.Errorf("%w: table %s, version %d: %w", lake.ErrUnsupported, s.name, v, err)
 	}
 	if !mappingSupported(p) {
 		// The protocol has readers honour the mode only when the table's
 		// protocol has the columnMapping feature.
-		mode = delta.MappingNone
+		mode = MappingNone
 	}
-	logical, err := delta.ToLake(st, mode)
+	logical, err := ToLake(st, mode)
 	if err != nil {
-		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
+		return nil, fmt.Errorf("%w: table %s, version %d: %w", lake.ErrUnsupported, s.name, v, err)
 	}
-	sc = &deltaSchema{logical: logical, fields: map[string]delta.StructField{}, mode: mode,
+	sc = &deltaSchema{logical: logical, fields: map[string]StructField{}, mode: mode,
 		partition: map[string]bool{}}
 	for _, f := range st.Fields {
 		sc.fields[f.Name] = f
@@ -72,7 +71,7 @@ func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 
 // mappingSupported reports whether a protocol has the columnMapping
 // feature: reader version 2, or 3 with the feature listed.
-func mappingSupported(p delta.Protocol) bool {
+func mappingSupported(p Protocol) bool {
 	switch {
 	case p.MinReaderVersion == 2:
 		return true
@@ -86,7 +85,7 @@ func mappingSupported(p delta.Protocol) bool {
 type deltaFile struct {
 	path      string
 	partition map[string]*string
-	dv        *delta.DeletionVector
+	dv        *DeletionVector
 	size      int64
 	rows      int64 // -1: unknown
 	// ordinal is the file's place among its commit's change data files,
@@ -107,7 +106,7 @@ type deltaDiff struct {
 	src               *deltaGen
 	file              deltaFile
 	inBefore, inAfter bool
-	dvBefore, dvAfter *delta.DeletionVector
+	dvBefore, dvAfter *DeletionVector
 }
 
 // deltaLive are Delta files whose every row not deleted by their deletion
@@ -167,7 +166,7 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 		return out, deltaError(dp.name, err)
 	}
 	if len(c.CDCs) > 0 {
-		out.Strategy = StrategyDeltaCDCFiles
+		out.Strategy = lake.StrategyDeltaCDCFiles
 		out.Reason = fmt.Sprintf("the commit wrote %d change data files (cdc actions): their rows are its changes",
 			len(c.CDCs))
 		commit := &cdcCommit{}
@@ -176,7 +175,7 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 				commit: commit}
 			commit.files = append(commit.files, f)
 			out.ChangeFiles = append(out.ChangeFiles, deltaChange{src: dp.src, file: f})
-			out.Files = append(out.Files, lake.FilePlan{Path: cdc.Path, Content: ContentChangeData, Role: RoleAdded,
+			out.Files = append(out.Files, lake.FilePlan{Path: cdc.Path, Content: lake.ContentChangeData, Role: lake.RoleAdded,
 				RecordCount: -1, FileSizeBytes: cdc.Size})
 			out.BytesRead += cdc.Size
 		}
@@ -185,8 +184,8 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 		return out, nil
 	}
 
-	var adds []*delta.Add
-	var removes []*delta.Remove
+	var adds []*Add
+	var removes []*Remove
 	for _, a := range c.Adds {
 		if a.DataChange {
 			adds = append(adds, a)
@@ -198,7 +197,7 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 		}
 	}
 	if len(adds) == 0 && len(removes) == 0 {
-		out.Strategy = StrategyNoDataChange
+		out.Strategy = lake.StrategyNoDataChange
 		out.Reason = "no add or remove action with dataChange=true"
 		if len(c.Adds)+len(c.Removes) > 0 {
 			out.Reason = fmt.Sprintf("its %d add and %d remove actions all have dataChange=false (%s): "+
@@ -206,9 +205,9 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 		}
 		return out, nil
 	}
-	withDV := slices.ContainsFunc(adds, func(a *delta.Add) bool { return a.DeletionVector != nil })
+	withDV := slices.ContainsFunc(adds, func(a *Add) bool { return a.DeletionVector != nil })
 	if len(removes) == 0 && !withDV {
-		out.Strategy = StrategyDeltaAdd
+		out.Strategy = lake.StrategyDeltaAdd
 		out.Reason = fmt.Sprintf("the commit only added %d files", len(adds))
 		files := deltaLive{src: dp.src}
 		for _, a := range adds {
@@ -218,7 +217,7 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 			}
 			f := deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}
 			files.files = append(files.files, f)
-			addDeltaFile(&out, f, RoleAdded)
+			addDeltaFile(&out, f, lake.RoleAdded)
 		}
 		if files.files != nil {
 			out.Appended = files
@@ -226,11 +225,11 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 		return out, nil
 	}
 
-	added := map[string]*delta.Add{}
+	added := map[string]*Add{}
 	for _, a := range adds {
 		added[a.Path] = a
 	}
-	var parent map[string]*delta.Add // the state before, for removes without partition values
+	var parent map[string]*Add // the state before, for removes without partition values
 	pairs := 0
 	for _, r := range removes {
 		d := &deltaDiff{src: dp.src, inBefore: true, dvBefore: r.DeletionVector}
@@ -256,9 +255,9 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 				d.file.partition = a.PartitionValues
 			}
 		}
-		role := RoleRemoved
+		role := lake.RoleRemoved
 		if d.inAfter {
-			role = RoleDeletes
+			role = lake.RoleDeletes
 		}
 		out.Diffs = append(out.Diffs, d)
 		addDeltaFile(&out, d.file, role)
@@ -270,15 +269,15 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 		d := &deltaDiff{src: dp.src, inAfter: true, dvAfter: a.DeletionVector,
 			file: deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}}
 		out.Diffs = append(out.Diffs, d)
-		addDeltaFile(&out, d.file, RoleAdded)
+		addDeltaFile(&out, d.file, lake.RoleAdded)
 	}
 	out.Rewrites = len(adds) > 0
 	if pairs == len(removes) && pairs == len(adds) {
-		out.Strategy = StrategyDeltaDVDiff
+		out.Strategy = lake.StrategyDeltaDVDiff
 		out.Reason = fmt.Sprintf("the commit changed the deletion vectors of %d files (an add and a remove of "+
 			"each path): rows newly deleted are deletes, rows restored inserts", pairs)
 	} else {
-		out.Strategy = StrategyDeltaAddRemove
+		out.Strategy = lake.StrategyDeltaAddRemove
 		out.Reason = fmt.Sprintf("no change data files: changes derived from %d removed and %d added files "+
 			"(dataChange=true), rows re-written unchanged cancel", len(removes), len(adds))
 	}
@@ -286,12 +285,12 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 }
 
 // parentFiles returns the live files of the version before v, by path.
-func (dp *deltaPlanner) parentFiles(ctx context.Context, v int64) (map[string]*delta.Add, error) {
+func (dp *deltaPlanner) parentFiles(ctx context.Context, v int64) (map[string]*Add, error) {
 	snap, err := dp.src.log.Snapshot(ctx, v-1)
 	if err != nil {
 		return nil, deltaError(dp.name, err)
 	}
-	out := make(map[string]*delta.Add, len(snap.Files))
+	out := make(map[string]*Add, len(snap.Files))
 	for _, a := range snap.Files {
 		out[a.Path] = a
 	}
@@ -300,7 +299,7 @@ func (dp *deltaPlanner) parentFiles(ctx context.Context, v int64) (map[string]*d
 
 // addDeltaFile shows a data file the change reads.
 func addDeltaFile(out *lake.Change, f deltaFile, role string) {
-	out.Files = append(out.Files, lake.FilePlan{Path: f.path, Content: ContentData, Role: role, RecordCount: f.rows,
+	out.Files = append(out.Files, lake.FilePlan{Path: f.path, Content: lake.ContentData, Role: role, RecordCount: f.rows,
 		FileSizeBytes: f.size})
 	out.BytesRead += f.size
 	out.RecordsRead += max(f.rows, 0)

@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"context"
@@ -8,18 +8,17 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/lake"
 )
 
-// IcebergTable presents an iceberg-go table to the engine. Its file IO is
+// NewTable presents an iceberg-go table to the engine. Its file IO is
 // wrapped so that a panic in a storage client ends the read that met it
 // instead of the process. cache keeps what planning reads of the table's
 // snapshots across loads (nil: each plan reads its own).
-func IcebergTable(tbl *table.Table, cache *IcebergCache) Table {
+func NewTable(tbl *table.Table, cache *Cache) lake.Table {
 	tbl = guardTable(tbl)
 	if cache == nil {
-		cache = NewIcebergCache()
+		cache = NewCache()
 	}
 	return &icebergTable{tbl: tbl, meta: tbl.Metadata(), cache: cache}
 }
@@ -28,10 +27,10 @@ func IcebergTable(tbl *table.Table, cache *IcebergCache) Table {
 type icebergTable struct {
 	tbl   *table.Table
 	meta  table.Metadata
-	cache *IcebergCache
+	cache *Cache
 }
 
-func (t *icebergTable) Format() string     { return FormatIceberg }
+func (t *icebergTable) Format() string     { return lake.FormatIceberg }
 func (t *icebergTable) FormatVersion() int { return t.meta.Version() }
 
 func (t *icebergTable) History(head *int64) lake.History { return icebergHistory(t.meta, head) }
@@ -43,9 +42,9 @@ func (t *icebergTable) Schema(_ context.Context, s *lake.Commit) (*lake.Schema, 
 	if err != nil {
 		return nil, err
 	}
-	out, err := icebergformat.SchemaFrom(sc)
+	out, err := SchemaFrom(sc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: schema %d: %w", ErrUnsupported, sc.ID, err)
+		return nil, fmt.Errorf("%w: schema %d: %w", lake.ErrUnsupported, sc.ID, err)
 	}
 	return out, nil
 }
@@ -61,7 +60,7 @@ func (t *icebergTable) nativeSchema(s *lake.Commit) (*iceberg.Schema, error) {
 			return sc, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: snapshot %d refers to schema %d, which the metadata lacks", ErrUnsupported,
+	return nil, fmt.Errorf("%w: snapshot %d refers to schema %d, which the metadata lacks", lake.ErrUnsupported,
 		s.ID, s.SchemaID)
 }
 
@@ -75,7 +74,7 @@ func (t *icebergTable) State(ctx context.Context, opts lake.StateOptions, s lake
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
-		return nil, readError(opts.Table, s.ID, "manifests", err)
+		return nil, lake.ReadError(opts.Table, s.ID, "manifests", err)
 	}
 	return icebergLive{t: t, tasks: tasks}, nil
 }

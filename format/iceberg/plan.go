@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"context"
@@ -35,7 +35,7 @@ type snapshotPlanner struct {
 	// prune skips appended files and row groups the filter rules out by
 	// their statistics (nil: no filter to push down).
 	prune lake.Pruner
-	cache *IcebergCache
+	cache *Cache
 	stats lake.PlanStats
 }
 
@@ -61,14 +61,14 @@ func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change
 	out := lake.Change{Files: []lake.FilePlan{}}
 	switch table.Operation(s.Operation) {
 	case table.OpReplace:
-		out.Strategy = StrategyReplaceSkipped
+		out.Strategy = lake.StrategyReplaceSkipped
 		return out, nil
 	case table.OpAppend, table.OpOverwrite, table.OpDelete:
 	case "":
 		return out, fmt.Errorf("%w: snapshot %d of table %s has no operation in its summary, so its changes "+
-			"cannot be classified", ErrUnsupported, s.ID, sp.name)
+			"cannot be classified", lake.ErrUnsupported, s.ID, sp.name)
 	default:
-		return out, fmt.Errorf("%w: snapshot %d of table %s has the unknown operation %q", ErrUnsupported,
+		return out, fmt.Errorf("%w: snapshot %d of table %s has the unknown operation %q", lake.ErrUnsupported,
 			s.ID, sp.name, s.Operation)
 	}
 	own, err := sp.own(s)
@@ -77,7 +77,7 @@ func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change
 	}
 	if len(own.removedData) == 0 && len(own.addedDeletes) == 0 && len(own.removedDeletes) == 0 {
 		// Only new data files: every row is an insert, streamed as it is read.
-		out.Strategy = StrategyAppend
+		out.Strategy = lake.StrategyAppend
 		var tasks []table.FileScanTask
 		for _, df := range own.addedData {
 			if err := sp.planAppended(&out, &tasks, s.ID, df, own.addedSeq[df.FilePath()]); err != nil {
@@ -96,7 +96,7 @@ func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change
 	}
 	if s.ParentID != nil && sp.meta.SnapshotByID(*s.ParentID) == nil {
 		return out, fmt.Errorf("%w: snapshot %d of table %s deletes rows, and its parent %d, which holds "+
-			"their before-images, has expired; read from snapshot %d on", ErrResyncRequired, s.ID, sp.name,
+			"their before-images, has expired; read from snapshot %d on", lake.ErrResyncRequired, s.ID, sp.name,
 			*s.ParentID, s.ID)
 	}
 	before, err := sp.live(ctx, s.ParentID)
@@ -124,7 +124,7 @@ func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change
 	}
 	// Deletes before inserts: files that lose rows first, new files last.
 	for _, df := range own.removedData {
-		add(df.FilePath(), RoleRemoved)
+		add(df.FilePath(), lake.RoleRemoved)
 	}
 	paths := make([]string, 0, len(after))
 	for path := range after {
@@ -133,14 +133,14 @@ func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change
 	slices.Sort(paths)
 	for _, path := range paths {
 		if b, ok := before[path]; ok && deleteSignature(b) != deleteSignature(after[path]) {
-			add(path, RoleDeletes)
+			add(path, lake.RoleDeletes)
 		}
 	}
 	for _, df := range own.addedData {
-		add(df.FilePath(), RoleAdded)
+		add(df.FilePath(), lake.RoleAdded)
 	}
 	for _, df := range own.addedDeletes {
-		out.Files = append(out.Files, lake.FilePlan{Path: df.FilePath(), Content: contentOf(df), Role: RoleDeletes,
+		out.Files = append(out.Files, lake.FilePlan{Path: df.FilePath(), Content: contentOf(df), Role: lake.RoleDeletes,
 			RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
 		out.BytesRead += df.FileSizeBytes()
 	}
@@ -163,7 +163,7 @@ func (sp *snapshotPlanner) planAppended(out *lake.Change, tasks *[]table.FileSca
 		DataSequenceNumber: seq}
 	if sp.prune == nil || df.FileFormat() != iceberg.ParquetFile {
 		*tasks = append(*tasks, task)
-		addIcebergFile(out, df, RoleAdded)
+		addIcebergFile(out, df, lake.RoleAdded)
 		return nil
 	}
 	if !sp.prune.MayMatch(fileStats{df}) {
@@ -172,7 +172,7 @@ func (sp *snapshotPlanner) planAppended(out *lake.Change, tasks *[]table.FileSca
 	}
 	ft, err := readFooter(sp.fs, df)
 	if err != nil {
-		return readError(sp.name, id, "data file "+df.FilePath(), err)
+		return lake.ReadError(sp.name, id, "data file "+df.FilePath(), err)
 	}
 	var keep []int
 	for rg := range ft.rows {
@@ -186,7 +186,7 @@ func (sp *snapshotPlanner) planAppended(out *lake.Change, tasks *[]table.FileSca
 		out.FilesSkipped++
 		return nil
 	}
-	addIcebergFile(out, df, RoleAdded)
+	addIcebergFile(out, df, lake.RoleAdded)
 	if len(keep) == len(ft.rows) {
 		*tasks = append(*tasks, task)
 		return nil
@@ -201,7 +201,7 @@ func (sp *snapshotPlanner) planAppended(out *lake.Change, tasks *[]table.FileSca
 
 // addIcebergFile shows a data file the change reads.
 func addIcebergFile(out *lake.Change, df iceberg.DataFile, role string) {
-	out.Files = append(out.Files, lake.FilePlan{Path: df.FilePath(), Content: ContentData, Role: role,
+	out.Files = append(out.Files, lake.FilePlan{Path: df.FilePath(), Content: lake.ContentData, Role: role,
 		RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
 	out.BytesRead += df.FileSizeBytes()
 	out.RecordsRead += df.Count()
@@ -210,41 +210,41 @@ func addIcebergFile(out *lake.Change, df iceberg.DataFile, role string) {
 // strategyOf names the main way a snapshot changes rows.
 func strategyOf(own ownChanges) string {
 	if len(own.removedData) > 0 {
-		return StrategyRewrite
+		return lake.StrategyRewrite
 	}
 	kinds := map[string]bool{}
 	for _, df := range own.addedDeletes {
 		kinds[contentOf(df)] = true
 	}
 	switch {
-	case kinds[ContentEqualityDeletes]:
-		return StrategyEqualityDelete
-	case kinds[ContentDeletionVector]:
-		return StrategyDeletionVector
-	case kinds[ContentPositionDeletes]:
-		return StrategyPositionDelete
+	case kinds[lake.ContentEqualityDeletes]:
+		return lake.StrategyEqualityDelete
+	case kinds[lake.ContentDeletionVector]:
+		return lake.StrategyDeletionVector
+	case kinds[lake.ContentPositionDeletes]:
+		return lake.StrategyPositionDelete
 	default:
-		return StrategyRewrite
+		return lake.StrategyRewrite
 	}
 }
 
 func contentOf(df iceberg.DataFile) string {
 	switch df.ContentType() {
 	case iceberg.EntryContentEqDeletes:
-		return ContentEqualityDeletes
+		return lake.ContentEqualityDeletes
 	case iceberg.EntryContentPosDeletes:
 		if table.IsDeletionVector(df) {
-			return ContentDeletionVector
+			return lake.ContentDeletionVector
 		}
-		return ContentPositionDeletes
+		return lake.ContentPositionDeletes
 	default:
-		return ContentData
+		return lake.ContentData
 	}
 }
 
 // own reads the entries the snapshot itself wrote: the files it added and
 // removed.
-func (sp *snapshotPlanner) own(s Snapshot) (ownChanges, error) {
+func (sp *snapshotPlanner) own(s lake.Commit) (ownChanges, error) {
 	key := snapshotKey(sp.meta, s.ID)
 	own, ok := sp.cache.own.Get(key)
 	sp.count(ok)
@@ -264,12 +264,12 @@ func (sp *snapshotPlanner) own(s Snapshot) (ownChanges, error) {
 	return v.(ownChanges), nil
 }
 
-func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
+func (sp *snapshotPlanner) readOwn(s lake.Commit) (ownChanges, error) {
 	own := ownChanges{addedSeq: map[string]*int64{}}
 	snap := sp.meta.SnapshotByID(s.ID)
 	manifests, err := snap.Manifests(sp.fs)
 	if err != nil {
-		return own, readError(sp.name, s.ID, "manifest list", err)
+		return own, lake.ReadError(sp.name, s.ID, "manifest list", err)
 	}
 	for _, m := range manifests {
 		if m.SnapshotID() != s.ID {
@@ -277,7 +277,7 @@ func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
 		}
 		for entry, err := range m.Entries(sp.fs, false) {
 			if err != nil {
-				return own, readError(sp.name, s.ID, "manifest "+m.FilePath(), err)
+				return own, lake.ReadError(sp.name, s.ID, "manifest "+m.FilePath(), err)
 			}
 			df := entry.DataFile()
 			data := df.ContentType() == iceberg.EntryContentData
@@ -318,7 +318,7 @@ func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
 // and removed against the counts of its summary, where the writer recorded
 // them: a feed computed from entries that do not add up would be silently
 // wrong.
-func checkSummary(name string, s Snapshot, own ownChanges) error {
+func checkSummary(name string, s lake.Commit, own ownChanges) error {
 	counts := []struct {
 		key  string
 		have int
@@ -336,11 +336,11 @@ func checkSummary(name string, s Snapshot, own ownChanges) error {
 		want, err := strconv.Atoi(v)
 		if err != nil {
 			return fmt.Errorf("%w: snapshot %d of table %s has the summary %s=%q, which is not a count",
-				ErrInconsistentSnapshot, s.ID, name, c.key, v)
+				lake.ErrInconsistentSnapshot, s.ID, name, c.key, v)
 		}
 		if want != c.have {
 			return fmt.Errorf("%w: snapshot %d of table %s: its summary says %s=%d but its manifests hold %d such "+
-				"entries, so its changes cannot be computed exactly", ErrInconsistentSnapshot, s.ID, name, c.key, want, c.have)
+				"entries, so its changes cannot be computed exactly", lake.ErrInconsistentSnapshot, s.ID, name, c.key, want, c.have)
 		}
 	}
 	return nil
@@ -380,7 +380,7 @@ func (sp *snapshotPlanner) planLive(ctx context.Context, id int64, key string) (
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
-		return nil, readError(sp.name, id, "manifests", err)
+		return nil, lake.ReadError(sp.name, id, "manifests", err)
 	}
 	plan := make(map[string]*table.FileScanTask, len(tasks))
 	for i := range tasks {
