@@ -126,8 +126,8 @@ type FilePlan struct {
 
 // Change is a commit's file-level change as its format plans it: how its
 // row changes are computed (Strategy), the files that reads, and the
-// readers of those files. Exactly one of Appended, Diffs and ChangeFiles
-// is set for a commit that changes rows; none for one that does not.
+// readers of those files. At most one of Appended, Diffs and ChangeFiles
+// is set; none for a commit that changes no row.
 type Change struct {
 	// Strategy names how the changes are computed (StrategyAppend, ...).
 	Strategy string
