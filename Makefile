@@ -423,6 +423,7 @@ load:
 # fuzzer of the code is missing here.
 FUZZERS := \
 	./feed/:FuzzParseFilter \
+	./filter/:FuzzParse \
 	./format/delta/:FuzzParseCommit \
 	./format/delta/:FuzzDecodeZ85 \
 	./format/delta/:FuzzDecodeBitmapArray \
