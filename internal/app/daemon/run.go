@@ -22,7 +22,6 @@ import (
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
-	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/app/demo"
 	_ "github.com/sluicefeed/sluice/internal/lib/storage" // object-store file IO (s3, gs, abfs)
 	"github.com/sluicefeed/sluice/progress"
@@ -77,7 +76,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 
 	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*delta.Source{},
-		checked: map[string]time.Time{}, plans: icebergformat.NewCache()}
+		checked: map[string]time.Time{}}
 	if cfg.Delta.Enabled() {
 		if tables.delta, err = newDeltaTables(ctx, cfg); err != nil {
 			return err

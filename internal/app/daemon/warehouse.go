@@ -18,7 +18,6 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
-	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
@@ -134,8 +133,6 @@ type suggestingTables struct {
 	// notify tells of the commits to followed tables from file
 	// notifications (nil: --watch-files=false).
 	notify *fileNotifier
-	// plans keeps what planning read of the Iceberg tables' snapshots.
-	plans *icebergformat.Cache
 }
 
 // nameCheckInterval is how often a Delta table's name is looked up in the
@@ -159,7 +156,7 @@ func (s *suggestingTables) Load(ctx context.Context, name string) (feed.Table, e
 	if err != nil {
 		return nil, err
 	}
-	return icebergformat.NewTable(tbl, s.plans), nil
+	return s.EngineTable(tbl), nil
 }
 
 // checkName refuses a Delta table whose name the Iceberg catalog also
