@@ -21,7 +21,9 @@ import (
 
 	_ "modernc.org/sqlite" // the pure-Go "sqlite" database/sql driver
 
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // sqliteBusyTimeoutMs is how long a SQLite catalog call waits for a lock
@@ -50,6 +52,9 @@ type Catalog struct {
 	ice icecatalog.Catalog
 	// opened identifies the file ice has open (sql catalogs).
 	opened os.FileInfo
+	// plans keeps what the engine's planning read of the tables'
+	// snapshots, across loads (see Load).
+	plans *icebergformat.Cache
 }
 
 // Open opens the catalog that cfg describes. For the embedded default (a
@@ -69,7 +74,7 @@ func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 	}
 	props := iceberg.Properties(maps.Clone(resolved))
 	cfg.Properties, cfg.PropertiesFile = resolved, ""
-	c := &Catalog{cfg: cfg}
+	c := &Catalog{cfg: cfg, plans: icebergformat.NewCache()}
 	if cfg.Type == TypeREST {
 		ice, err := openREST(ctx, cfg, props)
 		if err != nil {
@@ -231,6 +236,26 @@ func (c *Catalog) Iceberg() icecatalog.Catalog {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ice
+}
+
+// Load loads the current state of the table named "namespace.table" as
+// the change engine reads it (format/iceberg.NewTable), with one cache of
+// what planning read of its snapshots for every load: a Catalog is the
+// engine's feed.Tables.
+func (c *Catalog) Load(ctx context.Context, name string) (lake.Table, error) {
+	tbl, err := c.LoadTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.EngineTable(tbl), nil
+}
+
+// EngineTable presents a table of the catalog to the change engine
+// (format/iceberg.NewTable) with the catalog's cache of what planning read
+// of its snapshots: for callers that load tables their own way (a
+// registry that confines them to a local root).
+func (c *Catalog) EngineTable(tbl *table.Table) lake.Table {
+	return icebergformat.NewTable(tbl, c.plans)
 }
 
 // LoadTable loads the current metadata of the table named

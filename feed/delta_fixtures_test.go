@@ -12,7 +12,6 @@ package feed_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,9 +20,9 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
 )
 
@@ -31,7 +30,7 @@ import (
 const deltaFixtureDir = "../testdata/delta"
 
 // deltaTables serves Delta tables by name.
-type deltaTables map[string]*feed.DeltaSource
+type deltaTables map[string]*delta.Source
 
 func (ts deltaTables) Load(ctx context.Context, name string) (feed.Table, error) {
 	src, ok := ts[name]
@@ -39,10 +38,6 @@ func (ts deltaTables) Load(ctx context.Context, name string) (feed.Table, error)
 		return nil, fmt.Errorf("no table %s", name)
 	}
 	return src.Load(ctx)
-}
-
-func (ts deltaTables) LoadTable(context.Context, string) (*table.Table, error) {
-	return nil, errors.New("no Iceberg tables here")
 }
 
 func (ts deltaTables) ListTables(context.Context) ([]string, error) {
@@ -55,9 +50,9 @@ func (ts deltaTables) ListTables(context.Context) ([]string, error) {
 }
 
 // openDelta serves the Delta table in dir as name.
-func openDelta(t *testing.T, dir, name string) *feed.DeltaSource {
+func openDelta(t *testing.T, dir, name string) *delta.Source {
 	t.Helper()
-	src, err := feed.NewDeltaSource(context.Background(), os.DirFS(dir), name)
+	src, err := delta.NewSource(context.Background(), os.DirFS(dir), name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/internal/lib/rowkey"
 )
 
 // changeSet holds changed rows of one snapshot as full-width rows (every
@@ -26,7 +29,7 @@ type changeSet struct {
 // spilling to disk past it, and cancels carry-over rows and pairs updates
 // partition by partition: rows equal in every column, and so in their
 // identity, always meet in one partition.
-func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *rowFilter,
+func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *filter.RowEvaluator,
 	fold bool, emit func(arrow.RecordBatch) error) error {
 	// Carry-over compares whole rows; nothing else does.
 	whole := sp.rewrites
@@ -113,7 +116,7 @@ func partitionColumns(s *arrow.Schema, identity []string) []int {
 // a snapshot's rows, or all of one partition's): carry-over rows cancel,
 // deletes and inserts of one key pair, the filter applies. It emits them
 // as batches each of one kind, deletes first, then pairs, then inserts.
-func (d *diffReader) emitChanges(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *rowFilter,
+func (d *diffReader) emitChanges(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *filter.RowEvaluator,
 	fold bool, cs *changeSet, emit func(arrow.RecordBatch) error) error {
 	dels, ins := refs(cs.dels), refs(cs.ins)
 	var err error
@@ -187,8 +190,8 @@ func keyOf(buf []byte, batches []arrow.RecordBatch, ref rowRef, cols []int) ([]b
 	rec := batches[ref.b]
 	var err error
 	for _, c := range cols {
-		if buf, err = appendKey(buf, rec.Column(c), int(ref.r)); err != nil {
-			return nil, err
+		if buf, err = rowkey.Append(buf, rec.Column(c), int(ref.r)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 	}
 	return buf, nil
@@ -337,8 +340,8 @@ func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, nullsPair, 
 }
 
 // pick returns values[at[i]] for each i.
-func pick(values []truth, at []int) []truth {
-	out := make([]truth, len(at))
+func pick(values []filter.Truth, at []int) []filter.Truth {
+	out := make([]filter.Truth, len(at))
 	for i, g := range at {
 		out[i] = values[g]
 	}
@@ -350,9 +353,9 @@ func pick(values []truth, at []int) []truth {
 // (null in a filtered column), and an update pair, whole, when either image
 // does. before and after are the filter's values on the rows the changes
 // index.
-func filterChanges(rows []change, before, after []truth) []change {
-	beforeMatches := func(c change) bool { return c.before >= 0 && before[c.before] != isFalse }
-	afterMatches := func(c change) bool { return c.after >= 0 && after[c.after] == isTrue }
+func filterChanges(rows []change, before, after []filter.Truth) []change {
+	beforeMatches := func(c change) bool { return c.before >= 0 && before[c.before] != filter.IsFalse }
+	afterMatches := func(c change) bool { return c.after >= 0 && after[c.after] == filter.IsTrue }
 	out := rows[:0]
 	for i := 0; i < len(rows); i++ {
 		c := rows[i]
@@ -372,10 +375,10 @@ func filterChanges(rows []change, before, after []truth) []change {
 }
 
 // evalBatches evaluates a filter on the rows of batches, in order.
-func evalBatches(rf *rowFilter, batches []arrow.RecordBatch) ([]truth, error) {
-	var out []truth
+func evalBatches(rf *filter.RowEvaluator, batches []arrow.RecordBatch) ([]filter.Truth, error) {
+	var out []filter.Truth
 	for _, rec := range batches {
-		v, err := rf.eval(rec)
+		v, err := rf.Eval(rec)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 // insert) never pair; a request's identity still pairs equal keys, nulls
 // included.
 func TestOrderChangesPairColumnNulls(t *testing.T) {
+	const pairColumn = "__sluice_update_pair" // format/delta's pair column
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},

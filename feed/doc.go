@@ -13,11 +13,12 @@
 // data columns, _change_type, _commit_version, _commit_timestamp), the
 // shape of Delta's change data feed.
 //
-// Tables come in two formats behind one seam ([Table]): Iceberg, whose
-// snapshots the engine plans from manifests with iceberg-go, and Delta Lake
-// ([DeltaSource]), whose versions it reads from the log with
-// format/delta. Either way the engine decodes data files itself, with
-// internal/lib/pqread (columns by field id, physical name or name mapping,
-// widened to the window's end schema), in goroutines it owns and guards,
-// and applies deletes, deletion vectors and filters with its own masks.
+// Tables come in any format behind one seam ([Table], package lake's):
+// the engine asks a format for its commits in lineage order, each commit's
+// file-level change, and readers of its files, and does the rest itself:
+// windows and lineage rules, carry-over, update pairing, net changes,
+// filters (package filter), batching, read-ahead and spilling. Iceberg
+// (format/iceberg) and Delta Lake (format/delta) implement the seam; the
+// engine imports neither, nor iceberg-go. A [Tables] (catalog.Catalog, or
+// the daemon's registry of both formats) loads tables by name.
 package feed

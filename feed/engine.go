@@ -10,13 +10,14 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/table"
 )
 
-// Tables is what the engine needs from a catalog: tables by name.
+// Tables is what the engine needs from a catalog: tables of any format by
+// name, as their formats present them (catalog.Catalog for an Iceberg
+// catalog; format/iceberg.NewTable and format/delta.Source make them).
 type Tables interface {
-	// LoadTable loads the current metadata of the table "namespace.table".
-	LoadTable(ctx context.Context, name string) (*table.Table, error)
+	// Load loads the current state of the table "namespace.table".
+	Load(ctx context.Context, name string) (Table, error)
 	// ListTables returns the names of every table.
 	ListTables(ctx context.Context) ([]string, error)
 }
@@ -96,7 +97,6 @@ func (o Options) withDefaults() Options {
 type Engine struct {
 	tables Tables
 	opts   Options
-	cache  *planCache
 	stats  counters
 	budget *budget
 	// reads counts the reads running (see Close).
@@ -116,6 +116,22 @@ type counters struct {
 	cacheHits, cacheMisses                atomic.Int64
 	spillFiles                            atomic.Int64
 	tableLoads, tableLoadFailures         atomic.Int64
+}
+
+// FileRead counts a data file read (lake.ReadStats).
+func (c *counters) FileRead(rows, rowGroups int64) {
+	c.filesRead.Add(1)
+	c.rowsDecoded.Add(rows)
+	c.rowGroupsRead.Add(rowGroups)
+}
+
+// CacheLookup counts a lookup of a format's plan cache (lake.PlanStats).
+func (c *counters) CacheLookup(hit bool) {
+	if hit {
+		c.cacheHits.Add(1)
+	} else {
+		c.cacheMisses.Add(1)
+	}
 }
 
 // Stats are running totals of the engine's reads since it was created.
@@ -163,10 +179,9 @@ func (e *Engine) TableLoads() map[string]int64 {
 
 // New returns an engine that reads the tables of tables.
 func New(tables Tables, opts Options) *Engine {
-	e := &Engine{tables: tables, opts: opts.withDefaults(), cache: newPlanCache(), watchers: map[string]*watcher{},
+	e := &Engine{tables: tables, opts: opts.withDefaults(), watchers: map[string]*watcher{},
 		loads: map[string]int64{}}
 	e.budget = newBudget(e.opts.MemoryBudget)
-	e.cache.stats = &e.stats
 	return e
 }
 
@@ -201,11 +216,10 @@ func (e *Engine) load(ctx context.Context, name string) (Table, error) {
 	return e.loadTable(ctx, name)
 }
 
-// loadTable loads a table's current state from the catalog, through the
-// catalog's format-aware Load when it has one, else as an Iceberg table,
-// and counts the load.
+// loadTable loads a table's current state from the catalog, and counts
+// the load.
 func (e *Engine) loadTable(ctx context.Context, name string) (Table, error) {
-	tbl, err := e.loadUncounted(ctx, name)
+	tbl, err := e.tables.Load(ctx, name)
 	e.stats.tableLoads.Add(1)
 	if err != nil {
 		e.stats.tableLoadFailures.Add(1)
@@ -215,17 +229,6 @@ func (e *Engine) loadTable(ctx context.Context, name string) (Table, error) {
 	e.loads[name]++
 	e.loadsMu.Unlock()
 	return tbl, nil
-}
-
-func (e *Engine) loadUncounted(ctx context.Context, name string) (Table, error) {
-	if ft, ok := e.tables.(FormatTables); ok {
-		return ft.Load(ctx, name)
-	}
-	tbl, err := e.tables.LoadTable(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return IcebergTable(tbl), nil
 }
 
 // pinnedKey is the context key of a pinned table state.
@@ -266,7 +269,7 @@ func (e *Engine) Status(ctx context.Context, name string) (TableStatus, error) {
 	return status(name, tbl), nil
 }
 
-func status(name string, tbl Table) TableStatus { return statusOf(name, tbl.history(nil)) }
+func status(name string, tbl Table) TableStatus { return statusOf(name, historyAt(tbl, nil)) }
 
 // statusOf returns the commit position of a table whose history is hist.
 func statusOf(name string, hist History) TableStatus {
@@ -285,7 +288,7 @@ func (e *Engine) Snapshots(ctx context.Context, name string) ([]Snapshot, error)
 	if err != nil {
 		return nil, err
 	}
-	return tbl.history(nil).Snapshots, nil
+	return historyAt(tbl, nil).Snapshots, nil
 }
 
 // History returns the retained lineage of the table's main branch, oldest
@@ -295,7 +298,7 @@ func (e *Engine) History(ctx context.Context, name string) (History, error) {
 	if err != nil {
 		return History{}, err
 	}
-	return tbl.history(nil), nil
+	return historyAt(tbl, nil), nil
 }
 
 // TableError is a table that a listing left out, and why.

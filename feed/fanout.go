@@ -2,9 +2,13 @@ package feed
 
 import (
 	"context"
+	"errors"
+	"iter"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // fanItem is a batch one read of readInOrder sent (with its side), or the
@@ -87,4 +91,25 @@ func readInOrder(ctx context.Context, n, concurrency int,
 		}
 	}
 	return nil
+}
+
+// liveRows streams the rows of files, every one live, reading up to
+// r.Concurrency files at once (readInOrder), and yields their batches in
+// file order. The caller releases each batch.
+func liveRows(ctx context.Context, r *lake.Read, commit int64, files lake.LiveFiles) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		err := readInOrder(ctx, files.Len(), r.Concurrency,
+			func(ctx context.Context, i int, send func(side int, rec arrow.RecordBatch) error) error {
+				return files.Read(ctx, r, commit, i, func(rec arrow.RecordBatch) error { return send(0, rec) })
+			},
+			func(_ int, rec arrow.RecordBatch) error {
+				if !yield(rec, nil) {
+					return errStop
+				}
+				return nil
+			})
+		if err != nil && !errors.Is(err, errStop) {
+			yield(nil, err)
+		}
+	}
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/catalog"
+	"github.com/sluicefeed/sluice/feed"
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 )
 
 // fxExpected is a fixture's EXPECTED.json.
@@ -166,6 +168,15 @@ func (ts fxTables) LoadTable(_ context.Context, name string) (*table.Table, erro
 		return tbl, nil
 	}
 	return nil, fmt.Errorf("%w: %s", catalog.ErrTableNotFound, name)
+}
+
+// Load serves the table as the engine reads an Iceberg table.
+func (ts fxTables) Load(ctx context.Context, name string) (feed.Table, error) {
+	tbl, err := ts.LoadTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return icebergformat.NewTable(tbl, nil), nil
 }
 
 func (ts fxTables) ListTables(context.Context) ([]string, error) {

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/filter"
 )
 
 // Layouts of the change rows, the values of Request.Layout.
@@ -68,7 +70,7 @@ func (r Request) validateLayout() error {
 		return nil
 	default:
 		return fmt.Errorf("%w: layout %q: want \"\" (the renderable row, the default) or %q", ErrInvalidRequest,
-			clip(r.Layout), LayoutFlat)
+			filter.Clip(r.Layout), LayoutFlat)
 	}
 }
 

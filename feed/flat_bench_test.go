@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 )
 
 // BenchmarkFlatten measures turning one renderable batch of 8192 rows (an
@@ -17,10 +19,13 @@ import (
 func BenchmarkFlatten(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	const n = 8192
-	end := iceberg.NewSchema(0,
+	end, err := icebergformat.SchemaFrom(iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 3, Name: "amount", Type: iceberg.PrimitiveTypes.Float64})
+		iceberg.NestedField{ID: 3, Name: "amount", Type: iceberg.PrimitiveTypes.Float64}))
+	if err != nil {
+		b.Fatal(err)
+	}
 	renderable, err := changeSchema(end, []string{"id", "name", "amount"})
 	if err != nil {
 		b.Fatal(err)

@@ -3,131 +3,19 @@ package feed
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
-	"github.com/apache/iceberg-go/table"
+	"github.com/sluicefeed/sluice/lake"
 )
 
-// Snapshot describes one snapshot of a table's lineage.
-type Snapshot struct {
-	// ID is the Iceberg snapshot id.
-	ID int64 `json:"snapshot"`
-	// ParentID is the parent snapshot's id, nil for the first snapshot.
-	ParentID *int64 `json:"parent,omitempty"`
-	// SequenceNumber is the snapshot's data sequence number (0 in format
-	// v1 tables).
-	SequenceNumber int64 `json:"sequence_number"`
-	// CommitSeq is the snapshot's position in the table's commit order,
-	// which grows by at least one with every commit to the main branch and
-	// does not change when older snapshots expire: its sequence number, or
-	// for format v1 tables (which have none) its commit time in
-	// milliseconds times 1000, raised to one more than its parent's when
-	// the clock did not move on (see v1CommitSeq).
-	CommitSeq int64 `json:"commit_seq"`
-	// TimestampMs is the commit time in milliseconds since the epoch.
-	TimestampMs int64 `json:"timestamp_ms"`
-	// Operation is the snapshot summary's operation: append, overwrite,
-	// delete or replace.
-	Operation string `json:"operation"`
-	// Summary is the snapshot summary's properties.
-	Summary map[string]string `json:"summary,omitempty"`
-	// SchemaID is the id of the schema the snapshot was written with.
-	SchemaID int `json:"schema_id"`
-}
-
-// Lineage returns the ancestry of the snapshot `head`, oldest first, as far
-// back as the metadata retains it. A nil head yields the lineage of the
-// main branch's current snapshot (empty for a table with no snapshot).
-func Lineage(meta table.Metadata, head *int64) []Snapshot {
-	var cur *table.Snapshot
-	if head == nil {
-		cur = meta.CurrentSnapshot()
-	} else {
-		cur = meta.SnapshotByID(*head)
-	}
-	var chain []*table.Snapshot
-	seen := map[int64]bool{}
-	for cur != nil && !seen[cur.SnapshotID] {
-		seen[cur.SnapshotID] = true
-		chain = append(chain, cur)
-		if cur.ParentSnapshotID == nil {
-			break
-		}
-		cur = meta.SnapshotByID(*cur.ParentSnapshotID)
-	}
-	slices.Reverse(chain)
-	out := make([]Snapshot, len(chain))
-	for i, s := range chain {
-		out[i] = snapshotInfo(meta, s)
-		if meta.Version() < 2 {
-			var parent *Snapshot
-			if i > 0 {
-				parent = &out[i-1]
-			}
-			out[i].CommitSeq = v1CommitSeq(out[i], parent)
-		}
-	}
-	return out
-}
-
-// v1CommitScale spreads format v1 commit_seq values: a v1 snapshot's
-// commit_seq is its commit time in milliseconds times v1CommitScale.
-const v1CommitScale = 1000
-
-// v1CommitSeq is the commit_seq of a snapshot of a format v1 table, whose
-// snapshots have no sequence number, given its parent's (nil when the
-// parent is not retained): its commit time in milliseconds times
-// v1CommitScale, or one more than its parent's when that is not smaller
-// (commits in the same millisecond, a clock that went back).
-//
-// A v1 table's metadata keeps no count of its commits: expiring snapshots
-// removes them, and Java, iceberg-go and pyiceberg also prune their entries
-// from the snapshot log. A position in the retained lineage would shift
-// down when snapshots expire; a commit time does not change. The factor
-// leaves room for a thousand commits in one millisecond, so a snapshot's
-// commit_seq depends on its parent's only when their times are that close
-// (or the clock went back): only then can expiring the parent change it.
-func v1CommitSeq(s Snapshot, parent *Snapshot) int64 {
-	cs := s.TimestampMs * v1CommitScale
-	if parent != nil && cs <= parent.CommitSeq {
-		cs = parent.CommitSeq + 1
-	}
-	return cs
-}
-
-func snapshotInfo(meta table.Metadata, s *table.Snapshot) Snapshot {
-	info := Snapshot{
-		ID:             s.SnapshotID,
-		ParentID:       s.ParentSnapshotID,
-		SequenceNumber: s.SequenceNumber,
-		CommitSeq:      s.SequenceNumber,
-		TimestampMs:    s.TimestampMs,
-		SchemaID:       meta.CurrentSchema().ID,
-	}
-	if s.SchemaID != nil {
-		info.SchemaID = *s.SchemaID
-	}
-	if s.Summary != nil {
-		info.Operation = string(s.Summary.Operation)
-		if len(s.Summary.Properties) > 0 {
-			info.Summary = maps.Clone(map[string]string(s.Summary.Properties))
-		}
-	}
-	return info
-}
+// Snapshot describes one commit of a table's lineage (an Iceberg snapshot,
+// a Delta version): its id, parent, sequence number, commit_seq, time,
+// operation, summary and schema.
+type Snapshot = lake.Commit
 
 // History is the retained lineage of a table's branch head, oldest first,
-// with what the metadata tells of the part that has expired.
-//
-// Writers leave different traces of expiry: Java (Spark) and iceberg-go
-// keep the oldest retained snapshot's parent id, whose snapshot is gone;
-// pyiceberg 0.12 drops that parent id. So expiry is read from every trace:
-// a parent id the metadata no longer holds, a sequence number above the
-// first one (v2 and later: the first snapshot of a table has sequence
-// number 1, and no retained snapshot explains the gap), and the snapshot
-// log naming snapshots the metadata no longer holds.
+// with what the table's metadata tells of the part that has expired.
 type History struct {
 	// Snapshots is the retained lineage, oldest first.
 	Snapshots []Snapshot
@@ -137,8 +25,9 @@ type History struct {
 	// expiredIDs are expired snapshots the metadata still names (the
 	// parent link, the snapshot log).
 	expiredIDs map[int64]bool
-	// version is the table's format version.
-	version int
+	// countsCommits is set when commit_seq differences count commits
+	// (lake.History.CountsCommits).
+	countsCommits bool
 	// expiredBelow, when positive, says every id in [0, expiredBelow) is an
 	// expired commit (Delta versions are contiguous).
 	expiredBelow int64
@@ -149,45 +38,15 @@ type History struct {
 	timeOrdered bool
 }
 
-// historyOf returns the retained lineage of head (nil: the main branch's
-// current snapshot) and what is known of its expired part.
-func historyOf(meta table.Metadata, head *int64) History {
-	h := History{Snapshots: Lineage(meta, head), expiredIDs: map[int64]bool{}, version: meta.Version()}
-	if len(h.Snapshots) == 0 {
-		return h
-	}
-	first := h.Snapshots[0]
-	if first.ParentID != nil {
-		// Lineage stops at a parent the metadata does not hold.
-		h.Expired = true
-		h.expiredIDs[*first.ParentID] = true
-	}
-	for entry := range meta.SnapshotLogs() {
-		if meta.SnapshotByID(entry.SnapshotID) == nil {
-			h.expiredIDs[entry.SnapshotID] = true
-			if entry.TimestampMs <= first.TimestampMs {
-				h.Expired = true
-			}
-		}
-	}
-	if meta.Version() >= 2 && first.SequenceNumber > 1 {
-		// The first snapshot of a table has sequence number 1. A gap below
-		// the oldest retained one is expired history, unless a retained
-		// snapshot off this lineage (another branch, a replaced table's
-		// history) holds the lower numbers.
-		explained := false
-		for _, s := range meta.Snapshots() {
-			if s.SequenceNumber < first.SequenceNumber {
-				explained = true
-				break
-			}
-		}
-		if !explained {
-			h.Expired = true
-		}
-	}
-	return h
+// historyOf is the history a format reports, for the engine's rules.
+func historyOf(h lake.History) History {
+	return History{Snapshots: h.Commits, Expired: h.Expired, expiredIDs: h.ExpiredIDs,
+		countsCommits: h.CountsCommits, expiredBelow: h.ExpiredBelow, timeOrdered: h.TimeOrdered}
 }
+
+// historyAt returns the history of tbl's head (nil: the main branch's
+// current commit).
+func historyAt(tbl Table, head *int64) History { return historyOf(tbl.History(head)) }
 
 // EarliestStart returns the earliest snapshot a window or stream can start
 // right after, when the history has expired: the oldest retained
@@ -227,7 +86,7 @@ func (h History) CommitsSince(commitSeq int64) int64 {
 	if n == 0 {
 		return 0
 	}
-	if h.version >= 2 {
+	if h.countsCommits {
 		return max(0, h.Snapshots[n-1].CommitSeq-commitSeq)
 	}
 	i, _ := slices.BinarySearchFunc(h.Snapshots, commitSeq+1, func(s Snapshot, cs int64) int {
@@ -283,7 +142,7 @@ type window struct {
 // resolveWindow resolves and validates the request's window against the
 // table's metadata.
 func resolveWindow(name string, tbl Table, req Request) (window, error) {
-	main := tbl.history(nil)
+	main := historyAt(tbl, nil)
 
 	// The end of the window.
 	var head *int64
@@ -291,7 +150,7 @@ func resolveWindow(name string, tbl Table, req Request) (window, error) {
 	case req.ToSnapshot != nil && *req.ToSnapshot == NoSnapshot:
 		// The empty state before the first snapshot.
 	case req.ToSnapshot != nil:
-		if !tbl.hasSnapshot(*req.ToSnapshot) {
+		if !tbl.HasCommit(*req.ToSnapshot) {
 			if main.KnownExpired(*req.ToSnapshot) {
 				return window{}, fmt.Errorf("%w: to_snapshot %d of table %s has expired%s",
 					ErrResyncRequired, *req.ToSnapshot, name, main.EarliestHint())
@@ -331,7 +190,7 @@ func resolveWindow(name string, tbl Table, req Request) (window, error) {
 		}
 		return window{}, nil
 	}
-	hist := tbl.history(head)
+	hist := historyAt(tbl, head)
 	lineage := hist.Snapshots
 	w := window{to: &lineage[len(lineage)-1]}
 
@@ -348,8 +207,8 @@ func resolveWindow(name string, tbl Table, req Request) (window, error) {
 			// An expired start that is still the parent of the oldest
 			// retained ancestor: Iceberg accepts it as an exclusive start.
 			w.snapshots = lineage
-		case tbl.hasSnapshot(from):
-			if slices.ContainsFunc(tbl.history(&from).Snapshots, func(s Snapshot) bool { return s.ID == w.to.ID }) {
+		case tbl.HasCommit(from):
+			if slices.ContainsFunc(historyAt(tbl, &from).Snapshots, func(s Snapshot) bool { return s.ID == w.to.ID }) {
 				return window{}, fmt.Errorf("%w: from_snapshot %d comes after to_snapshot %d on the lineage of "+
 					"table %s: swap them", ErrNotAncestor, from, w.to.ID, name)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
@@ -29,6 +30,15 @@ func (f fixedTable) LoadTable(_ context.Context, name string) (*table.Table, err
 		return nil, fmt.Errorf("no table %s", name)
 	}
 	return f.tbl, nil
+}
+
+// Load serves the table as the engine reads an Iceberg table.
+func (f fixedTable) Load(ctx context.Context, name string) (feed.Table, error) {
+	tbl, err := f.LoadTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return icebergformat.NewTable(tbl, nil), nil
 }
 
 func (f fixedTable) ListTables(context.Context) ([]string, error) { return []string{f.name}, nil }

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // readNet collapses the changes the window's snapshots yield (in the plan's
@@ -230,7 +232,7 @@ func splitEvents(ctx context.Context, mem memory.Allocator, events *arrow.Schema
 			whole := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{events.Field(0), events.Field(2)}, nil),
 				[]arrow.Array{side.img, rec.Column(3)}, int64(n))
 			img := side.img
-			kept, err := selectRows(ctx, mem, whole, func(r int) bool { return img.IsValid(r) })
+			kept, err := lake.SelectRows(ctx, mem, whole, func(r int) bool { return img.IsValid(r) })
 			whole.Release()
 			if err != nil {
 				flags.Release()

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+
+	"github.com/sluicefeed/sluice/filter"
 )
 
 // netter nets the changes of a window, one partition (every change of
@@ -16,7 +18,7 @@ type netter struct {
 	p         *Plan
 	keyNames  []string
 	identity  bool
-	rf        *rowFilter
+	rf        *filter.RowEvaluator
 	snapIndex map[int64]int
 }
 
@@ -29,11 +31,7 @@ func newNetter(p *Plan) (*netter, error) {
 		n.snapIndex[sp.ID] = i
 	}
 	if p.filter != nil {
-		rf, err := compileFilter(p.filter, p.end)
-		if err != nil {
-			return nil, err
-		}
-		n.rf = rf
+		n.rf = filter.NewRowEvaluator(p.filter.Expr)
 	}
 	return n, nil
 }
@@ -216,12 +214,12 @@ func (n *netter) partition(ctx context.Context, asm *assembler, recs []arrow.Rec
 // delete whose before-image matches or is unknown, an insert whose
 // after-image matches, an update pair when either does.
 func (n *netter) filter(imgs []arrow.RecordBatch, groups []netGroup) error {
-	truths := make([][]truth, len(imgs))
-	truthOf := func(ref imgRef) (truth, error) {
+	truths := make([][]filter.Truth, len(imgs))
+	truthOf := func(ref imgRef) (filter.Truth, error) {
 		if truths[ref.img] == nil {
-			v, err := n.rf.eval(imgs[ref.img])
+			v, err := n.rf.Eval(imgs[ref.img])
 			if err != nil {
-				return isFalse, err
+				return filter.IsFalse, err
 			}
 			truths[ref.img] = v
 		}
@@ -235,7 +233,7 @@ func (n *netter) filter(imgs []arrow.RecordBatch, groups []netGroup) error {
 			if err != nil {
 				return err
 			}
-			if t != isFalse {
+			if t != filter.IsFalse {
 				dels = append(dels, ref)
 			}
 		}
@@ -250,7 +248,7 @@ func (n *netter) filter(imgs []arrow.RecordBatch, groups []netGroup) error {
 			if err != nil {
 				return err
 			}
-			if tb != isFalse || ta == isTrue {
+			if tb != filter.IsFalse || ta == filter.IsTrue {
 				pairs = append(pairs, pr)
 			}
 		}
@@ -261,7 +259,7 @@ func (n *netter) filter(imgs []arrow.RecordBatch, groups []netGroup) error {
 			if err != nil {
 				return err
 			}
-			if t == isTrue {
+			if t == filter.IsTrue {
 				ins = append(ins, ref)
 			}
 		}

@@ -2,57 +2,46 @@ package feed
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
 
-	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/lake"
 )
 
-// Strategies a snapshot's plan can take.
+// Strategies a snapshot's plan can take (see the constants of package
+// lake for what each reads).
 const (
-	// StrategyAppend reads the snapshot's added data files: every row is an
-	// insert.
-	StrategyAppend = "append"
-	// StrategyRewrite reads the data files a snapshot removed (copy-on-write
-	// delete, overwrite) and the ones it added: the rows live before in the
-	// removed files are deletes, the added rows inserts, and rows re-written
-	// unchanged (carry-over) cancel out.
-	StrategyRewrite = "rewrite"
-	// StrategyPositionDelete reads the data files that new position delete
-	// files hit: each newly deleted position is a delete.
-	StrategyPositionDelete = "position-delete"
-	// StrategyDeletionVector reads the data files whose deletion vector
-	// changed: the positions of the new vector not in the old one are
-	// deletes.
-	StrategyDeletionVector = "deletion-vector"
-	// StrategyEqualityDelete reads the data files that new equality delete
-	// files apply to: each live row with a deleted key is a delete.
-	StrategyEqualityDelete = "equality-delete"
-	// StrategyReplaceSkipped marks a replace snapshot (compaction, manifest
-	// rewrite): it changes no logical row, so nothing is read or emitted.
-	StrategyReplaceSkipped = "replace-skipped"
+	StrategyAppend         = lake.StrategyAppend
+	StrategyRewrite        = lake.StrategyRewrite
+	StrategyPositionDelete = lake.StrategyPositionDelete
+	StrategyDeletionVector = lake.StrategyDeletionVector
+	StrategyEqualityDelete = lake.StrategyEqualityDelete
+	StrategyReplaceSkipped = lake.StrategyReplaceSkipped
+	StrategyDeltaCDCFiles  = lake.StrategyDeltaCDCFiles
+	StrategyDeltaAdd       = lake.StrategyDeltaAdd
+	StrategyDeltaDVDiff    = lake.StrategyDeltaDVDiff
+	StrategyDeltaAddRemove = lake.StrategyDeltaAddRemove
+	StrategyNoDataChange   = lake.StrategyNoDataChange
 )
 
 // File contents and roles shown in a plan.
 const (
-	ContentData            = "data"
-	ContentPositionDeletes = "position_deletes"
-	ContentEqualityDeletes = "equality_deletes"
-	ContentDeletionVector  = "deletion_vector"
+	ContentData            = lake.ContentData
+	ContentPositionDeletes = lake.ContentPositionDeletes
+	ContentEqualityDeletes = lake.ContentEqualityDeletes
+	ContentDeletionVector  = lake.ContentDeletionVector
+	ContentChangeData      = lake.ContentChangeData
 	// RoleAdded: a data file the snapshot added.
-	RoleAdded = "added"
+	RoleAdded = lake.RoleAdded
 	// RoleRemoved: a data file the snapshot removed.
-	RoleRemoved = "removed"
+	RoleRemoved = lake.RoleRemoved
 	// RoleDeletes: a data file the snapshot's delete files hit, or a delete
 	// file the snapshot added.
-	RoleDeletes = "deletes"
+	RoleDeletes = lake.RoleDeletes
 )
 
 // Plan is a resolved, pinned change window and how each of its snapshots is
@@ -89,10 +78,11 @@ type Plan struct {
 	RecordsRead      int64 `json:"records_read"`
 
 	tbl         Table
-	end         *iceberg.Schema // the schema of the window's end
-	schema      *arrow.Schema   // the renderable change row of the output
-	flat        *arrow.Schema   // the flat layout of schema; nil for the renderable row
-	scanFields  []string        // the columns the scan decodes
+	to          *Snapshot     // the window's end; nil for a table without snapshots
+	end         *lake.Schema  // the schema of the window's end
+	schema      *arrow.Schema // the renderable change row of the output
+	flat        *arrow.Schema // the flat layout of schema; nil for the renderable row
+	scanFields  []string      // the columns the scan decodes
 	filter      *Filter
 	foldUpdates bool
 	// wide is the schema the window's changes are computed in: the output
@@ -122,13 +112,15 @@ type SnapshotPlan struct {
 
 	// appended are the added data files of an append snapshot, whose rows
 	// are all inserts.
-	appended liveFiles
-	// diffs are the data files whose live rows the snapshot changed, for
-	// the other strategies; rewrites is true when the snapshot may both
-	// delete rows and insert rows (copy-on-write carry-over, and a
-	// merge-on-read statement that deletes a row and writes it again
-	// unchanged), so that rows re-written unchanged must cancel.
-	diffs    []fileDiff
+	appended lake.LiveFiles
+	// diffs are the data files whose live rows the snapshot changed, and
+	// changes the change files whose rows are its changes, for the other
+	// strategies; rewrites is true when the snapshot may both delete rows
+	// and insert rows (copy-on-write carry-over, and a merge-on-read
+	// statement that deletes a row and writes it again unchanged), so that
+	// rows re-written unchanged must cancel.
+	diffs    []lake.FileDiff
+	changes  []lake.ChangeFile
 	rewrites bool
 	// pairKey, when set, is a column the file source adds to the changed
 	// rows it reads: the writer's own pairing of update pre- and
@@ -138,13 +130,7 @@ type SnapshotPlan struct {
 }
 
 // FilePlan is one file a snapshot's plan reads.
-type FilePlan struct {
-	Path          string `json:"path"`
-	Content       string `json:"content"`
-	Role          string `json:"role"`
-	RecordCount   int64  `json:"record_count"`
-	FileSizeBytes int64  `json:"file_size_bytes"`
-}
+type FilePlan = lake.FilePlan
 
 // Schema returns the output schema of the plan's batches: the renderable
 // change row (op, before, after, snapshot, ts), or the flat layout (the
@@ -177,22 +163,21 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 	if len(snapshots) == 0 {
 		return p, nil
 	}
-	var prune *pruner
+	opts := lake.PlanOptions{Table: p.Table, Stats: &e.stats}
 	if p.filter != nil && !p.NetChanges {
 		// Net changes are filtered after netting, so every change is read.
-		if prune, err = newPruner(p.filter, p.end); err != nil {
-			return nil, err
-		}
+		opts.Prune = filter.NewPruner(p.filter.Expr)
 	}
-	planner, err := p.tbl.planner(ctx, p, prune, e.cache)
+	planner, err := p.tbl.Planner(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range snapshots {
-		sp, err := planner.plan(ctx, s)
+		ch, err := planner.Plan(ctx, s)
 		if err != nil {
 			return nil, err
 		}
+		sp := snapshotPlan(s, ch)
 		if req.Part != nil {
 			if err := req.Part.restrict(req.Table, &sp); err != nil {
 				return nil, err
@@ -234,12 +219,12 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 	if err != nil {
 		return nil, window{}, err
 	}
-	p := &Plan{Table: req.Table, Format: tbl.Format(), From: w.from, Snapshots: []SnapshotPlan{}, tbl: tbl}
+	p := &Plan{Table: req.Table, Format: tbl.Format(), From: w.from, Snapshots: []SnapshotPlan{}, tbl: tbl, to: w.to}
 	if w.to != nil {
 		to := w.to.ID
 		p.To = &to
 	}
-	end, err := tbl.schemaOf(ctx, w.to)
+	end, err := tbl.Schema(ctx, w.to)
 	if err != nil {
 		return nil, window{}, fmt.Errorf("table %s: %w", req.Table, err)
 	}
@@ -306,8 +291,8 @@ func (p *Plan) diffColumns() []string {
 	}
 	for _, sp := range p.Snapshots {
 		for _, fd := range sp.diffs {
-			for _, id := range fd.keyFields {
-				if name, ok := p.end.FindColumnName(id); ok {
+			for _, id := range fd.KeyFields() {
+				if name, ok := p.end.ColumnName(id); ok {
 					add(strings.SplitN(name, ".", 2)[0])
 				}
 			}
@@ -318,8 +303,8 @@ func (p *Plan) diffColumns() []string {
 
 // resolveColumns checks the projection, identity and filter against the
 // end schema and sets the plan's columns, identity, filter and scan fields.
-func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
-	available := topLevelNames(end)
+func (p *Plan) resolveColumns(end *lake.Schema, req Request) error {
+	available := end.Names()
 	has := make(map[string]bool, len(available))
 	for _, n := range available {
 		has[n] = true
@@ -345,7 +330,7 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 	p.Identity = req.Identity
 	if len(p.Identity) == 0 {
 		for _, id := range end.IdentifierFieldIDs {
-			if name, ok := end.FindColumnName(id); ok {
+			if name, ok := end.ColumnName(id); ok {
 				p.Identity = append(p.Identity, name)
 			}
 		}
@@ -360,7 +345,7 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 
 	p.scanFields = append([]string(nil), p.Columns...)
 	if req.Filter != "" {
-		f, err := bindFilter(req.Filter, req.filter, end)
+		f, err := filter.Parse(req.Filter, end)
 		if err != nil {
 			return err
 		}
@@ -374,41 +359,11 @@ func (p *Plan) resolveColumns(end *iceberg.Schema, req Request) error {
 	return nil
 }
 
-// readError classifies an error reading table files: a missing file means
-// the history is gone and the consumer must resync.
+// readError classifies an error reading table files (lake.ReadError): a
+// missing file means the history is gone and the consumer must resync.
 func readError(name string, snapshot int64, what string, err error) error {
-	where := fmt.Sprintf("snapshot %d of table %s", snapshot, name)
-	if snapshot == 0 {
-		where = "table " + name
-	}
-	var netErr net.Error
-	switch {
-	case errors.Is(err, ErrResyncRequired), errors.Is(err, ErrUnreadable), errors.Is(err, ErrStorageUnavailable),
-		errors.Is(err, ErrInternal), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err // classified already, or not a file's fault
-	case errors.Is(err, storage.ErrOutsideRoot):
-		// A local file that a symbolic link leads out of its root: not
-		// read unless the root's setting allows it (the error names it).
-		return fmt.Errorf("%w: %s: %s: %w", ErrUnsupported, where, what, err)
-	case storageDown(err):
-		return fmt.Errorf("%w: %s: %w", ErrStorageUnavailable, where, err)
-	case storageFault(err):
-		// A bucket that does not exist, refused credentials: not the
-		// file's fault, and not the history's.
-		return fmt.Errorf("%s: %w", where, err)
-	case isNotExist(err):
-		return fmt.Errorf("%w: %s: %s no longer exists (%v); its changes cannot be read, "+
-			"so re-read the table's current state and follow it from there", ErrResyncRequired, where, what, err)
-	case errors.As(err, &netErr):
-		return fmt.Errorf("%w: %s: read %s: %v", ErrStorageUnavailable, where, what, err)
-	default:
-		// The file is there but cannot be decoded: damaged, truncated, not
-		// what its manifest says.
-		return fmt.Errorf("%w: %s: %s cannot be read: %v", ErrUnreadable, where, what, err)
-	}
+	return lake.ReadError(name, snapshot, what, err)
 }
-
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // appendedCount is the number of appended files (or file ranges) the
 // snapshot's read decodes.
@@ -416,5 +371,17 @@ func (sp SnapshotPlan) appendedCount() int {
 	if sp.appended == nil {
 		return 0
 	}
-	return sp.appended.count()
+	return sp.appended.Len()
 }
+
+// snapshotPlan is the plan of snapshot s, whose change its format planned.
+func snapshotPlan(s Snapshot, ch lake.Change) SnapshotPlan {
+	return SnapshotPlan{Snapshot: s, Strategy: ch.Strategy, Reason: ch.Reason, Files: ch.Files,
+		FilesSkipped: ch.FilesSkipped, RowGroupsRead: ch.RowGroupsRead, RowGroupsSkipped: ch.RowGroupsSkipped,
+		BytesRead: ch.BytesRead, RecordsRead: ch.RecordsRead, appended: ch.Appended, diffs: ch.Diffs,
+		changes: ch.ChangeFiles, rewrites: ch.Rewrites, pairKey: ch.PairKey}
+}
+
+// hasDiffs reports whether the snapshot's changes are computed from
+// file diffs or change files (not appended files alone).
+func (sp SnapshotPlan) hasDiffs() bool { return sp.diffs != nil || sp.changes != nil }

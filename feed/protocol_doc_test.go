@@ -1,7 +1,7 @@
 package feed
 
 // These tests keep docs/PROTOCOL.md, the wire contract users read, true
-// to the engine: its filter examples, truth tables, change row schema and
+// to the engine: its filter examples, filter.Truth tables, change row schema and
 // value lists are read from the page and checked against the code.
 
 import (
@@ -21,9 +21,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
+	"github.com/sluicefeed/sluice/filter"
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/testkit/docmd"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // protocolDoc is the path of the wire contract, from this package.
@@ -46,7 +48,7 @@ func docTable(t *testing.T, doc string, header ...string) [][]string {
 }
 
 // docSchema builds the example table of the filter section.
-func docSchema(t *testing.T, doc string) *iceberg.Schema {
+func docSchema(t *testing.T, doc string) *lake.Schema {
 	t.Helper()
 	id := 0
 	var fields []iceberg.NestedField
@@ -56,7 +58,11 @@ func docSchema(t *testing.T, doc string) *iceberg.Schema {
 		fields = append(fields, iceberg.NestedField{ID: id, Name: row[0], Type: typ})
 		id = next
 	}
-	return iceberg.NewSchema(0, fields...)
+	sc, err := icebergformat.SchemaFrom(iceberg.NewSchema(0, fields...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 var (
@@ -128,7 +134,7 @@ func TestProtocolDocThreeValuedLogic(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 
 	values := map[string]json.RawMessage{}
-	for _, f := range schema.Fields() {
+	for _, f := range schema.Fields {
 		values[f.Name] = json.RawMessage("null")
 	}
 	for _, row := range docTable(t, doc, "column", "value") {
@@ -144,17 +150,14 @@ func TestProtocolDocThreeValuedLogic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arrowSchema, err := table.SchemaToArrowSchema(schema, nil, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	arrowSchema := schema.ToArrow()
 	rec, _, err := array.RecordFromJSON(mem, arrowSchema, strings.NewReader("["+string(line)+"]"))
 	if err != nil {
 		t.Fatalf("the example row %s: %v", line, err)
 	}
 	defer rec.Release()
 
-	names := map[string]truth{"true": isTrue, "false": isFalse, "unknown": isUnknown}
+	names := map[string]filter.Truth{"true": filter.IsTrue, "false": filter.IsFalse, "unknown": filter.IsUnknown}
 	for _, row := range docTable(t, doc, "filter", "value") {
 		want, ok := names[row[1]]
 		if !ok {
@@ -164,11 +167,7 @@ func TestProtocolDocThreeValuedLogic(t *testing.T) {
 		if err != nil {
 			t.Fatalf("filter %q: %v", row[0], err)
 		}
-		rf, err := compileFilter(f, schema)
-		if err != nil {
-			t.Fatalf("filter %q: %v", row[0], err)
-		}
-		got, err := rf.eval(rec)
+		got, err := filter.NewRowEvaluator(f.Expr).Eval(rec)
 		if err != nil {
 			t.Fatalf("filter %q: %v", row[0], err)
 		}
@@ -179,13 +178,13 @@ func TestProtocolDocThreeValuedLogic(t *testing.T) {
 	}
 }
 
-func docTruthName(v truth) string {
-	return map[truth]string{isTrue: "true", isFalse: "false", isUnknown: "unknown"}[v]
+func docTruthName(v filter.Truth) string {
+	return map[filter.Truth]string{filter.IsTrue: "true", filter.IsFalse: "false", filter.IsUnknown: "unknown"}[v]
 }
 
 func TestProtocolDocRowMatching(t *testing.T) {
 	doc := readProtocolDoc(t)
-	names := map[string]truth{"true": isTrue, "false": isFalse, "unknown": isUnknown}
+	names := map[string]filter.Truth{"true": filter.IsTrue, "false": filter.IsFalse, "unknown": filter.IsUnknown}
 	rows := docTable(t, doc, "change", "filter on the before-image", "filter on the after-image", "kept")
 	for _, row := range rows {
 		kind, before, after, kept := row[0], row[1], row[2], row[3]
@@ -202,7 +201,7 @@ func TestProtocolDocRowMatching(t *testing.T) {
 		default:
 			t.Fatalf("row %v: unknown change %q", row, kind)
 		}
-		truths := func(cell string, used bool) []truth {
+		truths := func(cell string, used bool) []filter.Truth {
 			if !used {
 				if cell != "" {
 					t.Fatalf("row %v: a %s has no such image", row, kind)
@@ -213,7 +212,7 @@ func TestProtocolDocRowMatching(t *testing.T) {
 			if !ok {
 				t.Fatalf("row %v: %q is not true, false or unknown", row, cell)
 			}
-			return []truth{v}
+			return []filter.Truth{v}
 		}
 		bv := truths(before, kind != "insert")
 		av := truths(after, kind != "delete")
@@ -325,10 +324,17 @@ func TestProtocolDocFilterLimits(t *testing.T) {
 // constants whose names start with prefix and an upper-case letter.
 func docConsts(t *testing.T, prefix string) []string {
 	t.Helper()
+	// The strategies, contents and roles a format plans are package lake's
+	// (the seam's), which feed re-exports.
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	seam, err := filepath.Glob(filepath.Join("..", "lake", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, seam...)
 	var out []string
 	fset := gotoken.NewFileSet()
 	for _, name := range files {
@@ -363,7 +369,7 @@ func docConsts(t *testing.T, prefix string) []string {
 		}
 	}
 	if len(out) == 0 {
-		t.Fatalf("package feed has no string constant %s*", prefix)
+		t.Fatalf("packages feed and lake have no string constant %s*", prefix)
 	}
 	return out
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // Read streams the plan's changes, snapshot by snapshot in lineage order.
@@ -43,32 +46,24 @@ func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 // decodes as many files at once as one large append does, and the diff of
 // the next snapshot is computed while the consumer still takes the last
 // one's batches.
-func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) iter.Seq2[Batch, error] {
+func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filtered bool) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
 		ctx, cancel := context.WithCancel(compute.WithAllocator(ctx, e.opts.Allocator))
 		defer cancel()
 
-		var src fileSource
+		var src *lake.Read
 		if p.To != nil {
-			var err error
-			if src, err = p.tbl.files(ctx, e, p); err != nil {
-				yield(Batch{}, err)
-				return
-			}
-			defer src.close()
+			src = e.newRead(ctx, p)
+			defer src.Close()
 		}
 
-		var rf *rowFilter
-		if p.filter != nil && p.To != nil && filter {
-			var err error
-			if rf, err = compileFilter(p.filter, p.end); err != nil {
-				yield(Batch{}, err)
-				return
-			}
+		var rf *filter.RowEvaluator
+		if p.filter != nil && p.To != nil && filtered {
+			rf = filter.NewRowEvaluator(p.filter.Expr)
 		}
 		var diffs *diffReader
 		for _, sp := range p.Snapshots {
-			if sp.diffs != nil {
+			if sp.hasDiffs() {
 				spill := newSpillDir(e.opts.SpillDir, e.opts.Allocator, &e.stats)
 				defer func() { _ = spill.close() }() // best effort: a temporary directory
 				diffs = newDiffReader(e, p, src, spill)
@@ -101,9 +96,9 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filter bool) ite
 type readAhead struct {
 	e     *Engine
 	p     *Plan
-	src   fileSource
+	src   *lake.Read
 	diffs *diffReader
-	rf    *rowFilter
+	rf    *filter.RowEvaluator
 	fold  bool
 
 	next    int // the next snapshot to start
@@ -128,7 +123,7 @@ type batchOrErr struct {
 
 // weight is the number of data files a snapshot's read decodes at once.
 func (r *readAhead) weight(sp SnapshotPlan) int {
-	return max(1, min(sp.appendedCount()+len(sp.diffs), r.e.opts.ReadConcurrency))
+	return max(1, min(sp.appendedCount()+len(sp.diffs)+len(sp.changes), r.e.opts.ReadConcurrency))
 }
 
 // fill starts the reads of snapshot i (which the consumer wants next) and of
@@ -208,7 +203,7 @@ func (r *readAhead) stop(cancel context.CancelFunc) {
 // readSnapshot streams one snapshot's changes, holding back one batch so
 // that the last can be marked complete. It returns false when the sequence
 // must stop (the consumer stopped, or an error was yielded).
-func (e *Engine) readSnapshot(ctx context.Context, src fileSource, diffs *diffReader, rf *rowFilter,
+func (e *Engine) readSnapshot(ctx context.Context, src *lake.Read, diffs *diffReader, rf *filter.RowEvaluator,
 	asm *assembler, p *Plan, sp SnapshotPlan, fold bool, yield func(Batch, error) bool) bool {
 	var pending arrow.RecordBatch
 	flush := func(complete bool) bool {
@@ -240,7 +235,7 @@ func (e *Engine) readSnapshot(ctx context.Context, src fileSource, diffs *diffRe
 		return true
 	}
 
-	if sp.diffs != nil {
+	if sp.hasDiffs() {
 		err := diffs.changes(ctx, asm, p, sp, rf, fold, func(rec arrow.RecordBatch) error {
 			if !push([]arrow.RecordBatch{rec}) {
 				return errStop
@@ -256,7 +251,7 @@ func (e *Engine) readSnapshot(ctx context.Context, src fileSource, diffs *diffRe
 	}
 	if sp.appendedCount() > 0 {
 		e.stats.filesRead.Add(int64(len(sp.Files)))
-		for rec, err := range src.live(ctx, sp.ID, sp.appended) {
+		for rec, err := range liveRows(ctx, src, sp.ID, sp.appended) {
 			if err != nil {
 				return fail(err)
 			}
@@ -301,9 +296,9 @@ func (b Batch) String() string {
 
 // keepMatching returns the rows of rec whose filter value is true; it takes
 // over rec (releasing it) and returns a record the caller releases.
-func keepMatching(ctx context.Context, mem memory.Allocator, rf *rowFilter, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+func keepMatching(ctx context.Context, mem memory.Allocator, rf *filter.RowEvaluator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	defer rec.Release()
-	v, err := rf.eval(rec)
+	v, err := rf.Eval(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -311,8 +306,8 @@ func keepMatching(ctx context.Context, mem memory.Allocator, rf *rowFilter, rec 
 	defer b.Release()
 	all := true
 	for _, t := range v {
-		b.Append(t == isTrue)
-		all = all && t == isTrue
+		b.Append(t == filter.IsTrue)
+		all = all && t == filter.IsTrue
 	}
 	if all {
 		rec.Retain()
@@ -321,4 +316,17 @@ func keepMatching(ctx context.Context, mem memory.Allocator, rf *rowFilter, rec 
 	mask := b.NewArray()
 	defer mask.Release()
 	return compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
+}
+
+// newRead describes a read of plan p's files to the formats' readers, and
+// starts it under ctx, the context of the whole read.
+func (e *Engine) newRead(ctx context.Context, p *Plan) *lake.Read {
+	r := &lake.Read{Table: p.Table, Columns: p.scanFields, DiffColumns: p.diffColumns(),
+		Allocator: e.opts.Allocator, BatchRows: e.opts.MaxBatchRows, Concurrency: e.opts.ReadConcurrency,
+		Stats: &e.stats}
+	if p.to != nil {
+		r.End = *p.to
+	}
+	r.Start(ctx)
+	return r
 }

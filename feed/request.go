@@ -3,6 +3,8 @@ package feed
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sluicefeed/sluice/filter"
 )
 
 // Request asks for the changes of one table over the window (from, to].
@@ -46,8 +48,8 @@ type Request struct {
 	// parsed is set by Parse: the request is valid and filter holds its
 	// parsed filter (nil without one), which planning binds to the
 	// window's schema instead of parsing the text again.
-	parsed bool
-	filter filterNode
+	parsed     bool
+	filterCols []string
 }
 
 // Parse validates the request and parses its filter, once: Engine.Plan,
@@ -64,11 +66,11 @@ func (r Request) Parse() (Request, error) {
 		return r, err
 	}
 	if r.Filter != "" {
-		node, err := parseFilter(r.Filter)
+		cols, err := filter.ParseColumns(r.Filter)
 		if err != nil {
 			return r, err
 		}
-		r.filter = node
+		r.filterCols = cols
 	}
 	r.parsed = true
 	return r, nil
@@ -81,14 +83,10 @@ func (r Request) FilterColumns() ([]string, error) {
 	if r.Filter == "" {
 		return nil, nil
 	}
-	node := r.filter
-	if !r.parsed {
-		var err error
-		if node, err = parseFilter(r.Filter); err != nil {
-			return nil, err
-		}
+	if r.parsed {
+		return r.filterCols, nil
 	}
-	return filterNodeColumns(node), nil
+	return filter.ParseColumns(r.Filter)
 }
 
 // Validate checks the request's shape; whether its table, snapshots and

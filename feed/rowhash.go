@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/sluicefeed/sluice/internal/lib/rowkey"
 )
 
 // rowHasher hashes and compares whole rows column by column, without
@@ -64,7 +66,7 @@ func (rh rowHasher) hashes(rec arrow.RecordBatch, cols []int) []uint64 {
 		default:
 			var key []byte
 			value = func(i int) uint64 {
-				key, _ = appendKey(key[:0], arr, i)
+				key, _ = rowkey.Append(key[:0], arr, i)
 				return maphash.Bytes(rh.seed, key)
 			}
 		}
@@ -101,14 +103,14 @@ func valuesEqual(x arrow.Array, i int, y arrow.Array, j int) bool {
 		return a.Value(i) == y.(*array.Date32).Value(j)
 	case *array.Float64:
 		u, v := a.Value(i), y.(*array.Float64).Value(j)
-		return u == v || (u != u && v != v) // NaN equals NaN here, as in appendKey
+		return u == v || (u != u && v != v) // NaN equals NaN here, as in rowkey.Append
 	case *array.String:
 		return a.Value(i) == y.(*array.String).Value(j)
 	case *array.Boolean:
 		return a.Value(i) == y.(*array.Boolean).Value(j)
 	default:
-		kx, errX := appendKey(nil, x, i)
-		ky, errY := appendKey(nil, y, j)
+		kx, errX := rowkey.Append(nil, x, i)
+		ky, errY := rowkey.Append(nil, y, j)
 		return errX == nil && errY == nil && bytes.Equal(kx, ky)
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // Change operations, the values of the op column.
@@ -30,15 +30,12 @@ const (
 // the end schema: op utf8 not null; before and after, the same struct of the
 // projected columns (every field nullable); snapshot int64; ts
 // timestamp[us, UTC].
-func changeSchema(end *iceberg.Schema, columns []string) (*arrow.Schema, error) {
-	sub, err := end.Select(true, columns...)
+func changeSchema(end *lake.Schema, columns []string) (*arrow.Schema, error) {
+	sub, err := end.Select(columns...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnknownColumn, err)
 	}
-	converted, err := table.SchemaToArrowSchema(sub, nil, false, false)
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot convert the schema to Arrow: %v", ErrUnsupported, err)
-	}
+	converted := sub.ToArrow()
 	fields := make([]arrow.Field, len(columns))
 	for i, c := range columns {
 		idx := converted.FieldIndices(c)

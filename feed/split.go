@@ -3,6 +3,8 @@ package feed
 import (
 	"fmt"
 	"slices"
+
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // MaxParts bounds the parts Plan.Split makes.
@@ -85,12 +87,7 @@ func (pt *Part) restrict(name string, sp *SnapshotPlan) error {
 		return fmt.Errorf("%w: part: snapshot %d of table %s reads %d files, not the part's file_count %d: "+
 			"split the window again (GetFlightInfo)", ErrInvalidRequest, sp.ID, name, n, pt.FileCount)
 	}
-	switch ls := sp.appended.(type) {
-	case icebergTasks:
-		sp.appended = ls[pt.FirstFile:pt.EndFile]
-	case deltaLive:
-		sp.appended = ls[pt.FirstFile:pt.EndFile]
-	}
+	sp.appended = sp.appended.Slice(pt.FirstFile, pt.EndFile)
 	// The plan shows the files the range reads.
 	var keep []FilePlan
 	sp.BytesRead, sp.RecordsRead = 0, 0
@@ -112,27 +109,17 @@ func (pt *Part) restrict(name string, sp *SnapshotPlan) error {
 // without deletion vectors). Every other strategy pairs or cancels rows
 // across files (carry-over of a rewrite, update pairs, change files).
 func splitUnits(sp SnapshotPlan) int {
-	if sp.diffs != nil || (sp.Strategy != StrategyAppend && sp.Strategy != StrategyDeltaAdd) {
+	if sp.hasDiffs() || (sp.Strategy != StrategyAppend && sp.Strategy != StrategyDeltaAdd) {
 		return 0
 	}
-	switch sp.appended.(type) {
-	case icebergTasks, deltaLive:
-		return sp.appendedCount()
-	}
-	return 0
+	return sp.appendedCount()
 }
 
-func unitPaths(ls liveFiles) []string {
-	var out []string
-	switch ls := ls.(type) {
-	case icebergTasks:
-		for _, t := range ls {
-			out = append(out, t.File.FilePath())
-		}
-	case deltaLive:
-		for _, f := range ls {
-			out = append(out, f.path)
-		}
+// unitPaths are the paths of the files (or file ranges) ls reads.
+func unitPaths(ls lake.LiveFiles) []string {
+	out := make([]string, ls.Len())
+	for i := range out {
+		out[i] = ls.Path(i)
 	}
 	return out
 }

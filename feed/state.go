@@ -7,6 +7,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+
+	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // StatePlan is a pinned read of a table's full state at one snapshot: its
@@ -29,7 +32,7 @@ type StatePlan struct {
 	RecordsRead int64 `json:"records_read"`
 
 	p     *Plan
-	files liveFiles
+	files lake.LiveFiles
 }
 
 // Schema returns the output schema of the state's batches: the same
@@ -71,12 +74,13 @@ func (e *Engine) PlanState(ctx context.Context, req Request) (*StatePlan, error)
 	}
 	sp := &StatePlan{Table: req.Table, Snapshot: *w.to, Columns: p.Columns, Identity: p.Identity,
 		Filter: p.Filter, p: p}
-	files, err := p.tbl.planState(ctx, e, p, sp.Snapshot)
+	files, err := p.tbl.State(ctx, lake.StateOptions{Table: p.Table, Columns: p.scanFields,
+		Concurrency: e.opts.ReadConcurrency}, sp.Snapshot)
 	if err != nil {
 		return nil, err
 	}
 	sp.files = files
-	sp.FilesRead, sp.BytesRead, sp.RecordsRead = files.size()
+	sp.FilesRead, sp.BytesRead, sp.RecordsRead = files.Size()
 	return sp, nil
 }
 
@@ -92,13 +96,9 @@ func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, 
 		ctx := compute.WithAllocator(ctx, e.opts.Allocator)
 		asm := newAssembler(e.opts.Allocator, p.schema, e.opts.MaxBatchRows, e.opts.MaxBatchBytes)
 		defer asm.release()
-		var rf *rowFilter
+		var rf *filter.RowEvaluator
 		if p.filter != nil {
-			var err error
-			if rf, err = compileFilter(p.filter, p.end); err != nil {
-				yield(Batch{}, err)
-				return
-			}
+			rf = filter.NewRowEvaluator(p.filter.Expr)
 		}
 		// Hold back one batch, so that the last can be marked complete.
 		var pending arrow.RecordBatch
@@ -115,14 +115,10 @@ func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, 
 		fail := func(err error) {
 			yield(Batch{}, err)
 		}
-		if sp.files.count() > 0 {
-			src, err := p.tbl.files(ctx, e, p)
-			if err != nil {
-				fail(err)
-				return
-			}
-			defer src.close()
-			for rec, err := range src.live(ctx, sp.Snapshot.ID, sp.files) {
+		if sp.files.Len() > 0 {
+			src := e.newRead(ctx, p)
+			defer src.Close()
+			for rec, err := range liveRows(ctx, src, sp.Snapshot.ID, sp.files) {
 				if err != nil {
 					fail(err)
 					return

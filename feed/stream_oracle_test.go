@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
@@ -34,6 +35,15 @@ func (g *growingTable) LoadTable(_ context.Context, name string) (*table.Table, 
 		return nil, fmt.Errorf("no table %s", name)
 	}
 	return g.versions[g.revealed.Load()-1], nil
+}
+
+// Load serves the table as the engine reads an Iceberg table.
+func (g *growingTable) Load(ctx context.Context, name string) (feed.Table, error) {
+	tbl, err := g.LoadTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return icebergformat.NewTable(tbl, nil), nil
 }
 
 func (g *growingTable) ListTables(context.Context) ([]string, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 )
 
 // fastFollow are quick polls and heartbeats for tests.
@@ -290,9 +291,19 @@ type swappable struct{ tbl atomic.Pointer[table.Table] }
 func (s *swappable) LoadTable(context.Context, string) (*table.Table, error) {
 	return s.tbl.Load(), nil
 }
+
+// Load serves the table as the engine reads an Iceberg table.
+func (s *swappable) Load(ctx context.Context, name string) (feed.Table, error) {
+	tbl, err := s.LoadTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return icebergformat.NewTable(tbl, nil), nil
+}
+
 func (s *swappable) ListTables(context.Context) ([]string, error) { return []string{tableName}, nil }
 
-// failing fails LoadTable with a transient error while down is set.
+// failing fails Load with a transient error while down is set.
 type failing struct {
 	feed.Tables
 	down  atomic.Bool
@@ -301,12 +312,12 @@ type failing struct {
 
 var errDown = errors.New("catalog down")
 
-func (f *failing) LoadTable(ctx context.Context, name string) (*table.Table, error) {
+func (f *failing) Load(ctx context.Context, name string) (feed.Table, error) {
 	if f.down.Load() {
 		f.fails.Add(1)
 		return nil, fmt.Errorf("%w: %w", feed.ErrStorageUnavailable, errDown)
 	}
-	return f.Tables.LoadTable(ctx, name)
+	return f.Tables.Load(ctx, name)
 }
 
 // TestStreamRetriesTransientErrors: a follow stream whose catalog fails

@@ -69,7 +69,7 @@ type tableState struct {
 func newTableState(seq uint64, tbl Table, err error, start time.Time) *tableState {
 	st := &tableState{seq: seq, tbl: tbl, err: err, start: start, done: time.Now()}
 	if tbl != nil {
-		st.history = sync.OnceValue(func() History { return tbl.history(nil) })
+		st.history = sync.OnceValue(func() History { return historyAt(tbl, nil) })
 	}
 	return st
 }

@@ -7,24 +7,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
 	"go.uber.org/goleak"
 
 	"github.com/sluicefeed/sluice/feed"
 )
 
-// panickingTables panics in LoadTable while armed, as a catalog client or
+// panickingTables panics in Load while armed, as a catalog client or
 // a log replay with a bug would.
 type panickingTables struct {
 	feed.Tables
 	armed atomic.Bool
 }
 
-func (p *panickingTables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
+func (p *panickingTables) Load(ctx context.Context, name string) (feed.Table, error) {
 	if p.armed.Load() {
 		panic("a bug in a table load")
 	}
-	return p.Tables.LoadTable(ctx, name)
+	return p.Tables.Load(ctx, name)
 }
 
 // TestWatcherPanicIsAnError: a panic in the watcher's table load (its own

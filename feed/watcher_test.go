@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/table"
 	"go.uber.org/goleak"
 
 	"github.com/sluicefeed/sluice/feed"
@@ -27,13 +26,13 @@ type countingTables struct {
 	down         atomic.Bool
 }
 
-func (c *countingTables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
+func (c *countingTables) Load(ctx context.Context, name string) (feed.Table, error) {
 	c.loads.Add(1)
 	if c.down.Load() {
 		c.fails.Add(1)
 		return nil, fmt.Errorf("%w: %w", feed.ErrStorageUnavailable, errDown)
 	}
-	return c.Tables.LoadTable(ctx, name)
+	return c.Tables.Load(ctx, name)
 }
 
 // follower is one follow stream run by followAll.

@@ -15,15 +15,9 @@ type Expr interface {
 }
 
 // Column is a column an expression reads: a primitive field that is
-// top-level or nested in structs only.
-type Column struct {
-	// FieldID is the field's id in the schema the filter was bound to.
-	FieldID int
-	// Path is the field's full dotted name (addr.city).
-	Path string
-	// Type is the field's type, a primitive one.
-	Type lake.Type
-}
+// top-level or nested in structs only (the format seam's, so that a
+// format's statistics answer for it).
+type Column = lake.Column
 
 // Op is the operator of a Compare.
 type Op int

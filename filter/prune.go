@@ -2,19 +2,9 @@ package filter
 
 import "github.com/sluicefeed/sluice/lake"
 
-// Stats is what a file's or row group's statistics say of its columns.
-// Each format implements it over its own statistics.
-type Stats interface {
-	// Bounds returns the least and greatest non-null values of the column,
-	// as values of its type (or of a type held as its values are, see
-	// lake.Value); ok is false when the statistics do not say. A truncated
-	// bound must still bound: a lower bound no greater, an upper bound no
-	// less than every value.
-	Bounds(c Column) (lo, hi lake.Value, ok bool)
-	// Counts returns the number of values of the column, nulls included,
-	// and of nulls; ok is false when the statistics do not say.
-	Counts(c Column) (values, nulls int64, ok bool)
-}
+// Stats is what a file's or row group's statistics say of its columns
+// (the format seam's: each format implements it over its own statistics).
+type Stats = lake.Stats
 
 // Pruner decides from statistics whether a file or row group may hold a
 // row for which an expression is true. It is conservative: anything the

@@ -33,7 +33,7 @@ type Options struct {
 // New returns the tables of cat and of opts.Delta.
 func New(cat *catalog.Catalog, opts Options) *Tables {
 	return &Tables{Catalog: cat, authz: opts.Authorizer, delta: opts.Delta, notify: opts.Notify,
-		sources: map[string]*feed.DeltaSource{}, checked: map[string]time.Time{}}
+		sources: map[string]*delta.Source{}, checked: map[string]time.Time{}}
 }
 
 // Tables is the catalog as the engine reads it: the error of a
@@ -49,7 +49,7 @@ type Tables struct {
 	delta *catalog.DeltaTables
 	mu    sync.Mutex // guards sources and checked
 	// sources are the Delta tables' sources, by name.
-	sources map[string]*feed.DeltaSource
+	sources map[string]*delta.Source
 	// checked is when each Delta table's name was last found free in the
 	// Iceberg catalog.
 	checked map[string]time.Time
@@ -79,7 +79,7 @@ func (s *Tables) Load(ctx context.Context, name string) (feed.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return feed.IcebergTable(tbl), nil
+	return s.EngineTable(tbl), nil
 }
 
 // checkName refuses a Delta table whose name the Iceberg catalog also
@@ -112,7 +112,7 @@ func (s *Tables) checkName(ctx context.Context, name string) error {
 }
 
 // deltaSource returns the source of the Delta table name.
-func (s *Tables) deltaSource(ctx context.Context, name string) (*feed.DeltaSource, error) {
+func (s *Tables) deltaSource(ctx context.Context, name string) (*delta.Source, error) {
 	s.mu.Lock()
 	src, ok := s.sources[name]
 	s.mu.Unlock()
@@ -123,7 +123,7 @@ func (s *Tables) deltaSource(ctx context.Context, name string) (*feed.DeltaSourc
 	if err != nil {
 		return nil, err
 	}
-	src, err = feed.NewDeltaSource(ctx, loc.FS, name, delta.WithRoot(loc.Root))
+	src, err = delta.NewSource(ctx, loc.FS, name, delta.WithRoot(loc.Root))
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/table"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -398,12 +397,12 @@ type flaky struct {
 	fails atomic.Int64
 }
 
-func (f *flaky) LoadTable(ctx context.Context, name string) (*table.Table, error) {
+func (f *flaky) Load(ctx context.Context, name string) (feed.Table, error) {
 	if f.down.Load() {
 		f.fails.Add(1)
 		return nil, fmt.Errorf("%w: injected", catalog.ErrUnavailable)
 	}
-	return f.Tables.LoadTable(ctx, name)
+	return f.Tables.Load(ctx, name)
 }
 
 func TestFollowRetriesUnavailableCatalog(t *testing.T) {

@@ -5,26 +5,27 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 
+	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/testkit/faultio"
 )
 
 // panickyTables serves the catalog's tables with a file IO that panics
 // while reading a data file when armed: a bug in a storage client.
 type panickyTables struct {
-	feed.Tables
-	armed *atomic.Bool
+	feed.Tables // the test's *catalog.Catalog
+	armed       *atomic.Bool
 }
 
-func (p panickyTables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
-	tbl, err := p.Tables.LoadTable(ctx, name)
+func (p panickyTables) Load(ctx context.Context, name string) (feed.Table, error) {
+	tbl, err := p.Tables.(*catalog.Catalog).LoadTable(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return faultio.PanickingTable(tbl, p.armed), nil
+	return icebergformat.NewTable(faultio.PanickingTable(tbl, p.armed), nil), nil
 }
 
 // TestPanicInAReadIsInternalAndTheServerGoesOn: a read that panics (in

@@ -31,9 +31,12 @@ import (
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/filter"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/internal/lib/storage/storageerr"
 	"github.com/sluicefeed/sluice/internal/testkit/docmd"
+	"github.com/sluicefeed/sluice/lake"
 	"github.com/sluicefeed/sluice/progress"
 )
 
@@ -89,6 +92,22 @@ var docSentinels = []struct {
 	{"ErrNotImplemented", ErrNotImplemented, "not offered"},
 	{"context.Canceled", context.Canceled, "cancelled"},
 	{"context.DeadlineExceeded", context.DeadlineExceeded, "deadline"},
+	// The sentinels feed and storage re-export, under the names of the
+	// packages that declare them (the format seam, the filter language,
+	// the storage layer's leaf package), and the table formats' own.
+	{"lake.ErrUnknownColumn", lake.ErrUnknownColumn, "an unknown column"},
+	{"filter.ErrInvalidFilter", filter.ErrInvalidFilter, "a bad filter"},
+	{"lake.ErrSnapshotNotFound", lake.ErrSnapshotNotFound, "an unknown snapshot"},
+	{"lake.ErrResyncRequired", lake.ErrResyncRequired, "resync required"},
+	{"lake.ErrUnsupported", lake.ErrUnsupported, "a table feature"},
+	{"lake.ErrInconsistentSnapshot", lake.ErrInconsistentSnapshot, "disagree with its summary"},
+	{"lake.ErrUnreadable", lake.ErrUnreadable, "unreadable table file"},
+	{"lake.ErrStorageUnavailable", lake.ErrStorageUnavailable, "catalog or storage unreachable"},
+	{"storageerr.ErrBucketNotFound", storageerr.ErrBucketNotFound, "bucket not found"},
+	{"storageerr.ErrMisconfigured", storageerr.ErrMisconfigured, "storage settings that cannot work"},
+	{"storageerr.ErrAccessDenied", storageerr.ErrAccessDenied, "flightd's own keys"},
+	{"storageerr.ErrOutsideRoot", storageerr.ErrOutsideRoot, "leads out of its local root"},
+	{"storageerr.ErrUnavailable", storageerr.ErrUnavailable, "catalog or storage unreachable"},
 	{"", errors.New("an error nothing classifies"), "a bug"},
 }
 

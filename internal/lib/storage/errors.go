@@ -24,7 +24,7 @@ import (
 	"gocloud.dev/gcerrors"
 	"google.golang.org/api/googleapi"
 
-	"github.com/sluicefeed/sluice/internal/lib/errclass"
+	"github.com/sluicefeed/sluice/internal/lib/storage/storageerr"
 )
 
 // Sentinel errors of the storage layer. Errors that wrap one of them are
@@ -32,23 +32,23 @@ import (
 // request was made as where that is known (S3's access key id, Azure's
 // storage account, the principal a GCS refusal names), never a secret.
 // Each has its class of failure (errclass), which the server maps to a
-// gRPC code.
+// gRPC code. They are package storageerr's, under the same names.
 var (
 	// ErrBucketNotFound reports a bucket (or container) that does not
 	// exist: every object in it reads as missing, which is not the same
 	// as a file removed by VACUUM or snapshot expiry.
-	ErrBucketNotFound = errclass.New(errclass.NotFound, "storage: bucket not found")
+	ErrBucketNotFound = storageerr.ErrBucketNotFound
 	// ErrAccessDenied reports storage that refused flightd's credentials
 	// (an unknown access key id, a secret that does not match it, an
 	// expired session token) or refused them access (HTTP 403).
-	ErrAccessDenied = errclass.New(errclass.PermissionDenied, "storage: access denied")
+	ErrAccessDenied = storageerr.ErrAccessDenied
 	// ErrMisconfigured reports storage settings that cannot work: no
 	// region, a region other than the bucket's, no credentials at all.
-	ErrMisconfigured = errclass.New(errclass.FailedPrecondition, "storage: misconfigured")
+	ErrMisconfigured = storageerr.ErrMisconfigured
 	// ErrUnavailable reports storage that could not be reached or answered
 	// with a server error: a refused connection, a timeout, HTTP 5xx or
 	// throttling. It may be transient.
-	ErrUnavailable = errclass.New(errclass.Unavailable, "storage: unavailable")
+	ErrUnavailable = storageerr.ErrUnavailable
 )
 
 // Error is a classified failure of the storage: Kind is one of the

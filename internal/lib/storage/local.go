@@ -14,15 +14,12 @@ import (
 
 	iceio "github.com/apache/iceberg-go/io"
 
-	"github.com/sluicefeed/sluice/internal/lib/errclass"
+	"github.com/sluicefeed/sluice/internal/lib/storage/storageerr"
 )
 
-// ErrOutsideRoot reports a local file or folder that lies inside a root
-// the operator configured (a Delta root, a Delta table's folder, a local
-// Iceberg warehouse) but resolves, through a symbolic link, to a place
-// outside it. Such files are not read unless the root's setting to follow
-// symbolic links is on (LocalOptions.FollowSymlinks).
-var ErrOutsideRoot = errclass.New(errclass.FailedPrecondition, "storage: outside the root")
+// ErrOutsideRoot reports a local file or folder that lies outside its root
+// (storageerr.ErrOutsideRoot).
+var ErrOutsideRoot = storageerr.ErrOutsideRoot
 
 // LocalOptions configure a Local.
 type LocalOptions struct {

@@ -1,4 +1,4 @@
-package feed
+package delta
 
 import (
 	"encoding/json"
@@ -8,9 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/scalar"
-	"github.com/apache/iceberg-go"
 
-	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // deltaStatsStringMax is the longest string statistic taken as an exact
@@ -32,7 +31,7 @@ type deltaFileStats struct {
 	}
 }
 
-func newDeltaFileStats(sc *deltaSchema, a *delta.Add) deltaFileStats {
+func newDeltaFileStats(sc *deltaSchema, a *Add) deltaFileStats {
 	st := deltaFileStats{schema: sc, partition: a.PartitionValues}
 	if a.Stats != "" {
 		_ = json.Unmarshal([]byte(a.Stats), &st.stats) // unreadable statistics rule nothing out
@@ -44,41 +43,47 @@ func newDeltaFileStats(sc *deltaSchema, a *delta.Add) deltaFileStats {
 // added with, of a field of the window's end schema: the same column (the
 // same name, and the same column mapping id) of the same type; false when
 // its statistics cannot be compared with the end schema's values.
-func (s deltaFileStats) field(f iceberg.NestedField) (delta.StructField, bool) {
-	vf, ok := s.schema.logical.FindFieldByName(f.Name)
-	if !ok || !vf.Type.Equals(f.Type) || (s.schema.mode != delta.MappingNone && vf.ID != f.ID) {
-		return delta.StructField{}, false
+func (s deltaFileStats) field(c lake.Column) (StructField, bool) {
+	vf, ok := s.schema.logical.FieldByName(c.Path)
+	if !ok || !lake.Equal(vf.Type, c.Type) || (s.schema.mode != MappingNone && vf.ID != c.FieldID) {
+		return StructField{}, false
 	}
-	sf, ok := s.schema.fields[f.Name]
+	sf, ok := s.schema.fields[c.Path]
 	return sf, ok
 }
 
-func (s deltaFileStats) bounds(f iceberg.NestedField) (any, any, bool) {
-	sf, ok := s.field(f)
+func (s deltaFileStats) Bounds(c lake.Column) (lake.Value, lake.Value, bool) {
+	sf, ok := s.field(c)
 	if !ok {
-		return nil, nil, false
+		return lake.Value{}, lake.Value{}, false
 	}
 	phys := sf.PhysicalName(s.schema.mode)
-	if s.schema.partition[f.Name] {
-		v, err := delta.PartitionValue(s.partition[phys], sf.Type)
+	if s.schema.partition[c.Path] {
+		v, err := PartitionValue(s.partition[phys], sf.Type)
 		if err != nil || !v.IsValid() {
-			return nil, nil, false
+			return lake.Value{}, lake.Value{}, false
 		}
-		c, ok := comparableScalar(v)
-		return c, c, ok
+		b, ok := comparableScalar(v)
+		if !ok {
+			return lake.Value{}, lake.Value{}, false
+		}
+		return lake.StatBounds(b, b)
 	}
 	lo, ok1 := statValue(s.stats.MinValues[phys], sf.Type, false)
 	hi, ok2 := statValue(s.stats.MaxValues[phys], sf.Type, true)
-	return lo, hi, ok1 && ok2
+	if !ok1 || !ok2 {
+		return lake.Value{}, lake.Value{}, false
+	}
+	return lake.StatBounds(lo, hi)
 }
 
-func (s deltaFileStats) counts(f iceberg.NestedField) (int64, int64, bool) {
-	sf, ok := s.field(f)
+func (s deltaFileStats) Counts(c lake.Column) (int64, int64, bool) {
+	sf, ok := s.field(c)
 	if !ok || s.stats.NumRecords == nil {
 		return 0, 0, false
 	}
 	phys := sf.PhysicalName(s.schema.mode)
-	if s.schema.partition[f.Name] {
+	if s.schema.partition[c.Path] {
 		if s.partition[phys] == nil || *s.partition[phys] == "" {
 			return *s.stats.NumRecords, *s.stats.NumRecords, true
 		}
@@ -128,27 +133,27 @@ func comparableScalar(v scalar.Scalar) (any, bool) {
 // statValue decodes a minValues (upper false) or maxValues (upper true)
 // entry as a comparable value, or false when it cannot be trusted as a
 // bound.
-func statValue(raw json.RawMessage, t delta.DataType, upper bool) (any, bool) {
+func statValue(raw json.RawMessage, t DataType, upper bool) (any, bool) {
 	if raw == nil {
 		return nil, false
 	}
 	switch t {
-	case delta.TypeByte, delta.TypeShort, delta.TypeInteger, delta.TypeLong:
+	case TypeByte, TypeShort, TypeInteger, TypeLong:
 		var n int64
 		return n, json.Unmarshal(raw, &n) == nil
-	case delta.TypeFloat, delta.TypeDouble:
+	case TypeFloat, TypeDouble:
 		var f float64
 		if json.Unmarshal(raw, &f) != nil || math.IsNaN(f) {
 			return nil, false
 		}
 		return f, true
-	case delta.TypeString:
+	case TypeString:
 		var s string
 		if json.Unmarshal(raw, &s) != nil || utf8.RuneCountInString(s) >= deltaStatsStringMax {
 			return nil, false
 		}
 		return s, true
-	case delta.TypeDate:
+	case TypeDate:
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			return nil, false
@@ -158,7 +163,7 @@ func statValue(raw json.RawMessage, t delta.DataType, upper bool) (any, bool) {
 			return nil, false
 		}
 		return d.Unix() / 86400, true
-	case delta.TypeTimestamp:
+	case TypeTimestamp:
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			return nil, false

@@ -1,8 +1,7 @@
-package feed
+package iceberg
 
 import (
 	"context"
-	"errors"
 	"io"
 	"io/fs"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // guardTable returns the table with its file IO wrapped by safeIO, so that
@@ -28,19 +28,6 @@ func guardTable(tbl *table.Table) *table.Table {
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, nil)
 }
 
-// storageFault reports whether err is the storage's fault, as the storage
-// layer classified it (storage.Classify): a bucket that does not exist,
-// refused credentials, settings that cannot work, which no read of the
-// table can cure and which are not the history's either.
-func storageFault(err error) bool {
-	return errors.Is(err, storage.ErrBucketNotFound) || errors.Is(err, storage.ErrAccessDenied) ||
-		errors.Is(err, storage.ErrMisconfigured)
-}
-
-// storageDown reports whether err is storage that could not be reached
-// (it may come back).
-func storageDown(err error) bool { return errors.Is(err, storage.ErrUnavailable) }
-
 // safeIO is a read-only file IO that turns a panic of the IO it wraps into
 // an error, and classifies its errors (storage.Classify: a missing object
 // whose bucket is missing too is storage.ErrBucketNotFound, not a file
@@ -48,7 +35,7 @@ func storageDown(err error) bool { return errors.Is(err, storage.ErrUnavailable)
 type safeIO struct{ io iceio.IO }
 
 func (s safeIO) Open(name string) (f iceio.File, err error) {
-	defer recoverTo(&err)
+	defer lake.RecoverTo(&err)
 	f, err = s.io.Open(name)
 	if err != nil {
 		return nil, storage.Classify(s.io, name, err)
@@ -57,14 +44,14 @@ func (s safeIO) Open(name string) (f iceio.File, err error) {
 }
 
 func (s safeIO) Remove(name string) (err error) {
-	defer recoverTo(&err)
+	defer lake.RecoverTo(&err)
 	return s.io.Remove(name)
 }
 
 // ReadFile reads a whole file (iceberg-go reads metadata this way when the
 // IO offers it).
 func (s safeIO) ReadFile(name string) (b []byte, err error) {
-	defer recoverTo(&err)
+	defer lake.RecoverTo(&err)
 	if rf, ok := s.io.(iceio.ReadFileIO); ok {
 		b, err = rf.ReadFile(name)
 		return b, storage.Classify(s.io, name, err)
@@ -87,29 +74,29 @@ type safeFile struct {
 }
 
 func (s safeFile) Stat() (fi fs.FileInfo, err error) {
-	defer recoverTo(&err)
+	defer lake.RecoverTo(&err)
 	return s.f.Stat()
 }
 
 func (s safeFile) Read(p []byte) (n int, err error) {
-	defer recoverTo(&err)
+	defer lake.RecoverTo(&err)
 	n, err = s.f.Read(p)
 	return n, s.classify(err)
 }
 
 func (s safeFile) ReadAt(p []byte, off int64) (n int, err error) {
-	defer recoverTo(&err)
+	defer lake.RecoverTo(&err)
 	n, err = s.f.ReadAt(p, off)
 	return n, s.classify(err)
 }
 
 func (s safeFile) Seek(offset int64, whence int) (n int64, err error) {
-	defer recoverTo(&err)
+	defer lake.RecoverTo(&err)
 	return s.f.Seek(offset, whence)
 }
 
 func (s safeFile) Close() (err error) {
-	defer recoverTo(&err)
+	defer lake.RecoverTo(&err)
 	return s.f.Close()
 }
 

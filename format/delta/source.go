@@ -1,4 +1,4 @@
-package feed
+package delta
 
 import (
 	"context"
@@ -7,20 +7,18 @@ import (
 	"io/fs"
 	"sync"
 
-	"github.com/apache/iceberg-go"
-
-	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
+	"github.com/sluicefeed/sluice/lake"
 )
 
-// DeltaSource serves one Delta table to the engine. It is long-lived (one
+// Source serves one Delta table to the engine. It is long-lived (one
 // per table, for as long as the table is served): it keeps what it read of
 // the table's commits, which never change once written. It is safe for
 // concurrent use.
-type DeltaSource struct {
+type Source struct {
 	fsys fs.FS
 	name string
-	opts []delta.Option
+	opts []Option
 
 	// mu guards origin and gen.
 	mu sync.Mutex
@@ -35,24 +33,24 @@ type DeltaSource struct {
 // read of it. A loaded state, and the plans and reads made from it, keep
 // their gen, whatever happens to the folder meanwhile.
 type deltaGen struct {
-	log  *delta.Table
+	log  *Table
 	fsys fs.FS
 	name string
 
 	// mu guards infos and schemas.
 	mu sync.Mutex
 	// infos are the lineage entries of the versions read so far.
-	infos map[int64]Snapshot
+	infos map[int64]lake.Commit
 	// schemas are the parsed schemas, by metaData content.
 	schemas map[string]*deltaSchema
 }
 
-// NewDeltaSource serves the Delta table whose files fsys holds (rooted at
+// NewSource serves the Delta table whose files fsys holds (rooted at
 // the table's root folder) under name; opts are the log's options
-// (delta.WithRoot). It fails with the log's error when the folder holds no
+// (WithRoot). It fails with the log's error when the folder holds no
 // Delta table.
-func NewDeltaSource(ctx context.Context, fsys fs.FS, name string, opts ...delta.Option) (*DeltaSource, error) {
-	s := &DeltaSource{fsys: fsys, name: name, opts: opts}
+func NewSource(ctx context.Context, fsys fs.FS, name string, opts ...Option) (*Source, error) {
+	s := &Source{fsys: fsys, name: name, opts: opts}
 	if err := s.reset(ctx); err != nil {
 		return nil, err
 	}
@@ -60,8 +58,8 @@ func NewDeltaSource(ctx context.Context, fsys fs.FS, name string, opts ...delta.
 }
 
 // reset opens the log afresh and empties the caches.
-func (s *DeltaSource) reset(ctx context.Context) error {
-	log, err := delta.Open(ctx, s.fsys, s.name, s.opts...)
+func (s *Source) reset(ctx context.Context) error {
+	log, err := Open(ctx, s.fsys, s.name, s.opts...)
 	if err != nil {
 		return deltaError(s.name, err)
 	}
@@ -69,7 +67,7 @@ func (s *DeltaSource) reset(ctx context.Context) error {
 	if err != nil {
 		return deltaError(s.name, err)
 	}
-	g := &deltaGen{log: log, fsys: s.fsys, name: s.name, infos: map[int64]Snapshot{},
+	g := &deltaGen{log: log, fsys: s.fsys, name: s.name, infos: map[int64]lake.Commit{},
 		schemas: map[string]*deltaSchema{}}
 	s.mu.Lock()
 	s.origin, s.gen = vs.Origin, g
@@ -81,7 +79,7 @@ func (s *DeltaSource) reset(ctx context.Context) error {
 // as the engine's Table. When the folder holds another table than the one
 // read before (deleted and created again), what was read of the old one
 // is dropped first: versions of the two are unrelated.
-func (s *DeltaSource) Load(ctx context.Context) (Table, error) {
+func (s *Source) Load(ctx context.Context) (lake.Table, error) {
 	s.mu.Lock()
 	g, origin := s.gen, s.origin
 	s.mu.Unlock()
@@ -108,7 +106,7 @@ func (s *DeltaSource) Load(ctx context.Context) (Table, error) {
 }
 
 // load reads the table's current state, whose log listing is vs.
-func (g *deltaGen) load(ctx context.Context, vs delta.Versions) (Table, error) {
+func (g *deltaGen) load(ctx context.Context, vs Versions) (lake.Table, error) {
 	// The lineage starts at the oldest version whose commit is there, with
 	// every later one: its changes can be read without the state before
 	// it. When log cleanup left only a checkpoint of the oldest readable
@@ -151,7 +149,7 @@ func (s *deltaGen) oldestCommit(ctx context.Context, start int64) (int64, bool, 
 		switch {
 		case err == nil:
 			return true, nil
-		case errors.Is(err, delta.ErrLogCleaned), errors.Is(err, delta.ErrVersionNotFound):
+		case errors.Is(err, ErrLogCleaned), errors.Is(err, ErrVersionNotFound):
 			return false, nil
 		}
 		return false, deltaError(s.name, err)
@@ -177,12 +175,12 @@ func (s *deltaGen) oldestCommit(ctx context.Context, start int64) (int64, bool, 
 // info returns the lineage entry of version v; oldest is set for the
 // oldest readable version of a table whose earlier history was cleaned up,
 // which has no parent a window can start from.
-func (s *deltaGen) info(ctx context.Context, v int64, oldest bool) (Snapshot, error) {
+func (s *deltaGen) info(ctx context.Context, v int64, oldest bool) (lake.Commit, error) {
 	s.mu.Lock()
 	info, ok := s.infos[v]
 	s.mu.Unlock()
 	if !ok {
-		info = Snapshot{ID: v, SequenceNumber: v, CommitSeq: v}
+		info = lake.Commit{ID: v, SequenceNumber: v, CommitSeq: v}
 		c, err := s.log.Commit(ctx, v)
 		switch {
 		case err == nil:
@@ -191,15 +189,15 @@ func (s *deltaGen) info(ctx context.Context, v int64, oldest bool) (Snapshot, er
 				info.Operation = c.CommitInfo.Operation
 			}
 			info.Summary = deltaSummary(c)
-		case errors.Is(err, delta.ErrLogCleaned) && oldest:
+		case errors.Is(err, ErrLogCleaned) && oldest:
 			// Only a checkpoint is left of the oldest version.
 			snap, err := s.log.Snapshot(ctx, v)
 			if err != nil {
-				return Snapshot{}, deltaError(s.name, err)
+				return lake.Commit{}, deltaError(s.name, err)
 			}
 			info.TimestampMs = snap.TimestampMs
 		default:
-			return Snapshot{}, deltaError(s.name, err)
+			return lake.Commit{}, deltaError(s.name, err)
 		}
 		s.mu.Lock()
 		s.infos[v] = info
@@ -215,19 +213,19 @@ func (s *deltaGen) info(ctx context.Context, v int64, oldest bool) (Snapshot, er
 // deltaError classifies an error of the Delta log for the engine.
 func deltaError(name string, err error) error {
 	switch {
-	case errors.Is(err, delta.ErrLogCleaned):
-		return fmt.Errorf("%w: %w", ErrResyncRequired, err)
-	case errors.Is(err, delta.ErrVersionNotFound):
-		return fmt.Errorf("%w: %w", ErrSnapshotNotFound, err)
-	case errors.Is(err, delta.ErrUnsupportedFeature), errors.Is(err, delta.ErrUnsupported):
-		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	case errors.Is(err, ErrLogCleaned):
+		return fmt.Errorf("%w: %w", lake.ErrResyncRequired, err)
+	case errors.Is(err, ErrVersionNotFound):
+		return fmt.Errorf("%w: %w", lake.ErrSnapshotNotFound, err)
+	case errors.Is(err, ErrUnsupportedFeature), errors.Is(err, ErrUnsupported):
+		return fmt.Errorf("%w: %w", lake.ErrUnsupported, err)
 	case errors.Is(err, storage.ErrOutsideRoot):
 		// A log file that a symbolic link leads out of the table's root.
-		return fmt.Errorf("%w: table %s: %w", ErrUnsupported, name, err)
-	case errors.Is(err, delta.ErrCorrupt), errors.Is(err, delta.ErrNotTable):
-		return fmt.Errorf("%w: %w", ErrUnreadable, err)
-	case errors.Is(err, fs.ErrNotExist), storageFault(err), storageDown(err):
-		return readError(name, 0, "a file of its log", err)
+		return fmt.Errorf("%w: table %s: %w", lake.ErrUnsupported, name, err)
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotTable):
+		return fmt.Errorf("%w: %w", lake.ErrUnreadable, err)
+	case errors.Is(err, fs.ErrNotExist), lake.StorageFault(err), lake.StorageDown(err):
+		return lake.ReadError(name, 0, "a file of its log", err)
 	}
 	return err
 }
@@ -237,36 +235,36 @@ func deltaError(name string, err error) error {
 // and commit_seq are v, and its parent is v-1.
 type deltaTable struct {
 	src      *deltaGen
-	versions delta.Versions
+	versions Versions
 	// first is the oldest version served; lineage has the versions from
 	// first to the latest, in order.
 	first         int64
-	lineage       []Snapshot
+	lineage       []lake.Commit
 	readerVersion int
 }
 
-func (t *deltaTable) Format() string     { return FormatDelta }
+func (t *deltaTable) Format() string     { return lake.FormatDelta }
 func (t *deltaTable) FormatVersion() int { return t.readerVersion }
 
-func (t *deltaTable) history(head *int64) History {
-	h := History{Snapshots: t.lineage, version: 2, timeOrdered: true}
+func (t *deltaTable) History(head *int64) lake.History {
+	h := lake.History{Commits: t.lineage, CountsCommits: true, TimeOrdered: true}
 	if head != nil {
 		n := int(*head - t.first + 1)
 		if n <= 0 || n > len(t.lineage) {
-			h.Snapshots = nil
+			h.Commits = nil
 		} else {
-			h.Snapshots = t.lineage[:n]
+			h.Commits = t.lineage[:n]
 		}
 	}
 	if t.first > 0 {
-		h.Expired, h.expiredBelow = true, t.first
+		h.Expired, h.ExpiredBelow = true, t.first
 	}
 	return h
 }
 
-func (t *deltaTable) hasSnapshot(id int64) bool { return id >= t.first && id <= t.versions.Latest }
+func (t *deltaTable) HasCommit(id int64) bool { return id >= t.first && id <= t.versions.Latest }
 
-func (t *deltaTable) schemaOf(ctx context.Context, s *Snapshot) (*iceberg.Schema, error) {
+func (t *deltaTable) Schema(ctx context.Context, s *lake.Commit) (*lake.Schema, error) {
 	v := t.versions.Latest
 	if s != nil {
 		v = s.ID
@@ -278,23 +276,19 @@ func (t *deltaTable) schemaOf(ctx context.Context, s *Snapshot) (*iceberg.Schema
 	return sc.logical, nil
 }
 
-func (t *deltaTable) planner(_ context.Context, p *Plan, prune *pruner, _ *planCache) (commitPlanner, error) {
-	return &deltaPlanner{src: t.src, name: p.Table, prune: prune}, nil
+func (t *deltaTable) Planner(_ context.Context, opts lake.PlanOptions) (lake.Planner, error) {
+	return &deltaPlanner{src: t.src, name: opts.Table, prune: opts.Prune}, nil
 }
 
-func (t *deltaTable) files(ctx context.Context, e *Engine, p *Plan) (fileSource, error) {
-	return newDeltaFiles(ctx, e, p, t.src)
-}
-
-func (t *deltaTable) planState(ctx context.Context, _ *Engine, p *Plan, s Snapshot) (liveFiles, error) {
+func (t *deltaTable) State(ctx context.Context, opts lake.StateOptions, s lake.Commit) (lake.LiveFiles, error) {
 	snap, err := t.src.log.Snapshot(ctx, s.ID)
 	if err != nil {
-		return nil, deltaError(p.Table, err)
+		return nil, deltaError(opts.Table, err)
 	}
-	files := deltaLive{}
+	files := deltaLive{src: t.src}
 	for _, a := range snap.Files {
-		files = append(files, deltaFile{path: a.Path, partition: a.PartitionValues, dv: a.DeletionVector,
-			size: a.Size, rows: recordCount(a.Stats)})
+		files.files = append(files.files, deltaFile{path: a.Path, partition: a.PartitionValues,
+			dv: a.DeletionVector, size: a.Size, rows: recordCount(a.Stats)})
 	}
 	return files, nil
 }

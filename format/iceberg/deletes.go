@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"context"
@@ -17,6 +17,9 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
+
+	"github.com/sluicefeed/sluice/internal/lib/rowkey"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // Field ids of the position delete file columns (Iceberg spec).
@@ -54,81 +57,22 @@ func newDeleteIndex(fs iceio.IO, mem memory.Allocator, table string) *deleteInde
 		eq: map[string]map[string]struct{}{}, eqValues: map[string][][]any{}, dv: map[string]*roaring.Bitmap{}}
 }
 
-// fileDeletes is what one side's delete files (before or after a
-// snapshot) delete in one data file: positions (position deletes and
-// deletion vectors) and keys (equality deletes), evaluated batch by batch
-// as the file is read.
-type fileDeletes struct {
-	positions *roaring.Bitmap
-	eq        []eqDeletes
-}
-
-// eqDeletes is one equality delete file: the keys it deletes over its
-// equality fields.
-type eqDeletes struct {
-	file   string
-	fields []int
-	keys   map[string]struct{}
-}
-
 // forTask returns what task's delete files delete in its data file (of
 // rows rows).
-func (x *deleteIndex) forTask(ctx context.Context, task *table.FileScanTask, rows int) (*fileDeletes, error) {
+func (x *deleteIndex) forTask(ctx context.Context, task *table.FileScanTask, rows int) (*lake.Mask, error) {
 	mask, err := x.positionMask(task, task.File.FilePath(), rows, ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &fileDeletes{positions: mask}
+	out := &lake.Mask{Positions: mask}
 	for _, df := range task.EqualityDeleteFiles {
 		keys, err := x.equalityDeletes(ctx, df)
 		if err != nil {
 			return nil, err
 		}
 		if len(keys) > 0 {
-			out.eq = append(out.eq, eqDeletes{file: df.FilePath(), fields: df.EqualityFieldIDs(), keys: keys})
-		}
-	}
-	return out, nil
-}
-
-// deleted reports, for each row of rec (the file's rows from position
-// first on), whether the delete files delete it. keyCol resolves an
-// equality field id to rec's column.
-func (fd *fileDeletes) deleted(rec arrow.RecordBatch, first int, keyCol func(fieldID int) (int, error)) ([]bool, error) {
-	n := int(rec.NumRows())
-	out := make([]bool, n)
-	if !fd.positions.IsEmpty() {
-		it := fd.positions.Iterator()
-		it.AdvanceIfNeeded(uint32(first))
-		for it.HasNext() {
-			p := int(it.Next()) - first
-			if p >= n {
-				break
-			}
-			out[p] = true
-		}
-	}
-	for _, eq := range fd.eq {
-		arrs := make([]arrow.Array, len(eq.fields))
-		for i, id := range eq.fields {
-			c, err := keyCol(id)
-			if err != nil {
-				return nil, fmt.Errorf("equality delete file %s: %w", eq.file, err)
-			}
-			arrs[i] = rec.Column(c)
-		}
-		var key []byte
-		var err error
-		for r := range n {
-			if out[r] {
-				continue
-			}
-			if key, err = rowKey(key[:0], arrs, r); err != nil {
-				return nil, err
-			}
-			if _, ok := eq.keys[string(key)]; ok {
-				out[r] = true
-			}
+			out.Equality = append(out.Equality, lake.EqualityDeletes{File: df.FilePath(), Fields: df.EqualityFieldIDs(),
+				Keys: keys})
 		}
 	}
 	return out, nil
@@ -140,7 +84,7 @@ func (fd *fileDeletes) deleted(rec arrow.RecordBatch, first int, keyCol func(fie
 func (x *deleteIndex) positionMask(task *table.FileScanTask, dataPath string, rows int, ctx context.Context) (*roaring.Bitmap, error) {
 	mask := roaring.New()
 	if rows > math.MaxUint32 {
-		return nil, fmt.Errorf("%w: data file %s has %d rows, more than a deletion mask holds", ErrUnsupported,
+		return nil, fmt.Errorf("%w: data file %s has %d rows, more than a deletion mask holds", lake.ErrUnsupported,
 			dataPath, rows)
 	}
 	mark := func(positions *roaring.Bitmap, from string) error {
@@ -149,7 +93,7 @@ func (x *deleteIndex) positionMask(task *table.FileScanTask, dataPath string, ro
 		}
 		if last := positions.Maximum(); int64(last) >= int64(rows) {
 			return fmt.Errorf("%w: %s deletes position %d of %s, which has %d rows",
-				ErrUnsupported, from, last, dataPath, rows)
+				lake.ErrUnsupported, from, last, dataPath, rows)
 		}
 		mask.Or(positions)
 		return nil
@@ -190,7 +134,7 @@ func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, 
 		pathIdx, posIdx := fieldIndex(rec.Schema(), posDeleteFilePathID, "file_path"),
 			fieldIndex(rec.Schema(), posDeletePosID, "pos")
 		if pathIdx < 0 || posIdx < 0 {
-			return fmt.Errorf("%w: position delete file %s lacks file_path or pos", ErrUnsupported, df.FilePath())
+			return fmt.Errorf("%w: position delete file %s lacks file_path or pos", lake.ErrUnsupported, df.FilePath())
 		}
 		paths, err := stringsOf(rec.Column(pathIdx))
 		if err != nil {
@@ -198,13 +142,13 @@ func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, 
 		}
 		pos, ok := rec.Column(posIdx).(*array.Int64)
 		if !ok {
-			return fmt.Errorf("%w: position delete file %s has pos of type %s", ErrUnsupported, df.FilePath(),
+			return fmt.Errorf("%w: position delete file %s has pos of type %s", lake.ErrUnsupported, df.FilePath(),
 				rec.Column(posIdx).DataType())
 		}
 		for i := range int(rec.NumRows()) {
 			p := pos.Value(i)
 			if p < 0 || p > math.MaxUint32 {
-				return fmt.Errorf("%w: position delete file %s deletes position %d of %s", ErrUnsupported,
+				return fmt.Errorf("%w: position delete file %s deletes position %d of %s", lake.ErrUnsupported,
 					df.FilePath(), p, paths(i))
 			}
 			bm := byFile[paths(i)]
@@ -240,12 +184,12 @@ func (x *deleteIndex) deletionVector(df iceberg.DataFile) (*roaring.Bitmap, erro
 	}
 	bitmap, err := dv.ReadDV(x.fs, df)
 	if err != nil {
-		return nil, readError(x.table, x.snapshot, "deletion vector "+df.FilePath(), err)
+		return nil, lake.ReadError(x.table, x.snapshot, "deletion vector "+df.FilePath(), err)
 	}
 	positions = roaring.New()
 	for p := range bitmap.Positions() {
 		if p > math.MaxUint32 {
-			return nil, fmt.Errorf("%w: deletion vector %s deletes position %d", ErrUnsupported, df.FilePath(), p)
+			return nil, fmt.Errorf("%w: deletion vector %s deletes position %d", lake.ErrUnsupported, df.FilePath(), p)
 		}
 		positions.Add(uint32(p))
 	}
@@ -257,7 +201,7 @@ func (x *deleteIndex) deletionVector(df iceberg.DataFile) (*roaring.Bitmap, erro
 }
 
 // equalityDeletes returns the keys an equality delete file deletes, encoded
-// by rowKey over its equality fields in order.
+// by rowkey.Row over its equality fields in order.
 func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) (map[string]struct{}, error) {
 	x.mu.Lock()
 	keys, ok := x.eq[df.FilePath()]
@@ -267,7 +211,7 @@ func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) 
 	}
 	ids := df.EqualityFieldIDs()
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("%w: equality delete file %s names no equality field", ErrUnsupported, df.FilePath())
+		return nil, fmt.Errorf("%w: equality delete file %s names no equality field", lake.ErrUnsupported, df.FilePath())
 	}
 	keys = map[string]struct{}{}
 	values := make([][]any, len(ids))
@@ -277,15 +221,15 @@ func (x *deleteIndex) equalityDeletes(ctx context.Context, df iceberg.DataFile) 
 		for i, id := range ids {
 			idx := fieldIndex(rec.Schema(), id, "")
 			if idx < 0 {
-				return fmt.Errorf("%w: equality delete file %s lacks the column of field %d", ErrUnsupported,
+				return fmt.Errorf("%w: equality delete file %s lacks the column of field %d", lake.ErrUnsupported,
 					df.FilePath(), id)
 			}
 			cols[i] = rec.Column(idx)
 		}
 		for r := range int(rec.NumRows()) {
 			var err error
-			if key, err = rowKey(key[:0], cols, r); err != nil {
-				return err
+			if key, err = rowkey.Row(key[:0], cols, r); err != nil {
+				return fmt.Errorf("%w: %w", lake.ErrUnsupported, err)
 			}
 			if _, dup := keys[string(key)]; dup {
 				continue
@@ -364,26 +308,26 @@ type incomparable struct{}
 // readParquet streams the record batches of a delete file.
 func (x *deleteIndex) readParquet(ctx context.Context, df iceberg.DataFile, fn func(arrow.RecordBatch) error) error {
 	if df.FileFormat() != iceberg.ParquetFile {
-		return fmt.Errorf("%w: delete file %s is %s; only Parquet delete files are read", ErrUnsupported,
+		return fmt.Errorf("%w: delete file %s is %s; only Parquet delete files are read", lake.ErrUnsupported,
 			df.FilePath(), df.FileFormat())
 	}
 	f, err := x.fs.Open(df.FilePath())
 	if err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	defer f.Close()
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	defer pf.Close()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, x.mem)
 	if err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	defer rr.Release()
 	for rr.Next() {
@@ -392,7 +336,7 @@ func (x *deleteIndex) readParquet(ctx context.Context, df iceberg.DataFile, fn f
 		}
 	}
 	if err := rr.Err(); err != nil {
-		return readError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
+		return lake.ReadError(x.table, x.snapshot, "delete file "+df.FilePath(), err)
 	}
 	return nil
 }
@@ -429,6 +373,6 @@ func stringsOf(arr arrow.Array) (func(int) string, error) {
 		}
 		return func(i int) string { return inner(a.GetValueIndex(i)) }, nil
 	default:
-		return nil, fmt.Errorf("%w: file_path column of type %s", ErrUnsupported, arr.DataType())
+		return nil, fmt.Errorf("%w: file_path column of type %s", lake.ErrUnsupported, arr.DataType())
 	}
 }

@@ -1,10 +1,8 @@
-package feed
+package delta
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"iter"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -12,11 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
-	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // changeTypeColumn is the column of Delta change data files that says what
@@ -30,13 +26,11 @@ type deltaFiles struct {
 	src       *deltaGen
 	name      string
 	mem       memory.Allocator
-	end       *iceberg.Schema
+	end       *lake.Schema
 	schema    *deltaSchema
-	stats     *counters
+	stats     lake.ReadStats
 	batchRows int
-	// concurrency bounds the files live reads decode at once.
-	concurrency int
-	// scan holds the plan's scan columns, full every column of the end
+	// scan holds the read's scan columns, full every column of the end
 	// schema, narrow the columns the changes need.
 	scan, full, narrow *deltaTarget
 
@@ -54,25 +48,36 @@ type deltaTarget struct {
 	columns []pqread.Column
 	// partition has, for each partition column of the target, its
 	// physical name and Delta type; nil elsewhere.
-	partition []*delta.StructField
+	partition []*StructField
 }
 
-func newDeltaFiles(ctx context.Context, e *Engine, p *Plan, src *deltaGen) (*deltaFiles, error) {
-	sc, err := src.schema(ctx, *p.To)
+// deltaFilesKey keys a Delta table's file readers in a read's memo.
+type deltaFilesKey struct{ g *deltaGen }
+
+// files returns the table's file readers for read r, made once per read
+// (under the read's context).
+func (g *deltaGen) files(r *lake.Read) (*deltaFiles, error) {
+	return lake.Memo(r, deltaFilesKey{g}, func(ctx context.Context) (*deltaFiles, error) {
+		return newDeltaFiles(ctx, g, r)
+	})
+}
+
+func newDeltaFiles(ctx context.Context, src *deltaGen, r *lake.Read) (*deltaFiles, error) {
+	sc, err := src.schema(ctx, r.End.ID)
 	if err != nil {
 		return nil, err
 	}
-	f := &deltaFiles{src: src, name: p.Table, mem: e.opts.Allocator, end: p.end, schema: sc, stats: &e.stats,
-		batchRows: min(e.opts.MaxBatchRows, pqread.DefaultBatchRows), concurrency: e.opts.ReadConcurrency, dvs: map[string]*roaring.Bitmap{},
+	f := &deltaFiles{src: src, name: r.Table, mem: r.Allocator, end: sc.logical, schema: sc, stats: r.Stats,
+		batchRows: min(r.BatchRows, pqread.DefaultBatchRows), dvs: map[string]*roaring.Bitmap{},
 		metas: map[string]*pqread.Meta{}, cdc: map[*cdcCommit]*cdcCounts{}}
-	all := topLevelNames(p.end)
+	all := sc.logical.Names()
 	if f.full, err = f.target(all); err != nil {
 		return nil, err
 	}
-	if f.scan, err = f.target(p.scanFields); err != nil {
+	if f.scan, err = f.target(r.Columns); err != nil {
 		return nil, err
 	}
-	if f.narrow, err = f.target(p.diffColumns()); err != nil {
+	if f.narrow, err = f.target(r.DiffColumns); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -82,22 +87,19 @@ func newDeltaFiles(ctx context.Context, e *Engine, p *Plan, src *deltaGen) (*del
 // schema.
 func (f *deltaFiles) target(cols []string) (*deltaTarget, error) {
 	if len(cols) == 1 && cols[0] == "*" {
-		cols = topLevelNames(f.end)
+		cols = f.end.Names()
 	}
-	sub, err := f.end.Select(true, cols...)
+	sub, err := f.end.Select(cols...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnknownColumn, err)
+		return nil, fmt.Errorf("%w: %v", lake.ErrUnknownColumn, err)
 	}
-	sch, err := table.SchemaToArrowSchema(sub, nil, false, false)
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot convert the schema of table %s to Arrow: %v", ErrUnsupported, f.name, err)
-	}
+	sch := sub.ToArrow()
 	t := &deltaTarget{schema: sch, columns: make([]pqread.Column, sch.NumFields()),
-		partition: make([]*delta.StructField, sch.NumFields())}
+		partition: make([]*StructField, sch.NumFields())}
 	for i, af := range sch.Fields() {
 		sf, ok := f.schema.fields[af.Name]
 		if !ok {
-			return nil, fmt.Errorf("%w: column %q of table %s is not in its Delta schema", ErrInternal, af.Name, f.name)
+			return nil, fmt.Errorf("%w: column %q of table %s is not in its Delta schema", lake.ErrInternal, af.Name, f.name)
 		}
 		if f.schema.partition[af.Name] {
 			t.partition[i] = &sf
@@ -111,9 +113,9 @@ func (f *deltaFiles) target(cols []string) (*deltaTarget, error) {
 // columnOf says where a Delta field's values are in its data files: by
 // field id (column mapping mode id), physical name (mode name) or name,
 // recursively for the fields of structs.
-func columnOf(sf delta.StructField, at arrow.DataType, mode delta.ColumnMappingMode) pqread.Column {
+func columnOf(sf StructField, at arrow.DataType, mode ColumnMappingMode) pqread.Column {
 	var c pqread.Column
-	if id, ok := sf.FieldID(); ok && mode == delta.MappingID {
+	if id, ok := sf.FieldID(); ok && mode == MappingID {
 		c.FieldID = &id
 	} else {
 		c.Name = sf.PhysicalName(mode)
@@ -123,9 +125,9 @@ func columnOf(sf delta.StructField, at arrow.DataType, mode delta.ColumnMappingM
 }
 
 // childColumns maps the nested parts of a Delta type onto an Arrow type.
-func childColumns(dt delta.DataType, at arrow.DataType, mode delta.ColumnMappingMode) []pqread.Column {
+func childColumns(dt DataType, at arrow.DataType, mode ColumnMappingMode) []pqread.Column {
 	switch t := dt.(type) {
-	case *delta.StructType:
+	case *StructType:
 		st, ok := at.(*arrow.StructType)
 		if !ok {
 			return nil
@@ -139,13 +141,13 @@ func childColumns(dt delta.DataType, at arrow.DataType, mode delta.ColumnMapping
 			}
 		}
 		return out
-	case *delta.ArrayType:
+	case *ArrayType:
 		lt, ok := at.(arrow.ListLikeType)
 		if !ok {
 			return nil
 		}
 		return []pqread.Column{{Children: childColumns(t.ElementType, lt.Elem(), mode)}}
-	case *delta.MapType:
+	case *MapType:
 		mt, ok := at.(*arrow.MapType)
 		if !ok {
 			return nil
@@ -155,8 +157,6 @@ func childColumns(dt delta.DataType, at arrow.DataType, mode delta.ColumnMapping
 	}
 	return nil
 }
-
-func (f *deltaFiles) close() {}
 
 // read decodes file's rows groups rgs (nil: all) into the target's
 // columns, with the file's partition values, and hands each batch to fn.
@@ -169,9 +169,9 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 			continue
 		}
 		phys := sf.PhysicalName(f.schema.mode)
-		v, err := delta.PartitionValue(file.partition[phys], sf.Type)
+		v, err := PartitionValue(file.partition[phys], sf.Type)
 		if err != nil {
-			return fmt.Errorf("%w: snapshot %d of table %s: %s: partition column %q: %w", ErrUnreadable, snapshot,
+			return fmt.Errorf("%w: snapshot %d of table %s: %s: partition column %q: %w", lake.ErrUnreadable, snapshot,
 				f.name, what, sf.Name, err)
 		}
 		cols[i] = pqread.Column{Constant: v}
@@ -183,12 +183,12 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 	}
 	r, closeFile, err := f.open(file)
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	defer closeFile()
 	meta, err := f.meta(file, r)
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	rows := int64(0)
 	err = pqread.Read(ctx, r, target, cols, pqread.Options{Allocator: f.mem, BatchRows: f.batchRows,
@@ -197,15 +197,13 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 		return fn(rec, first)
 	})
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
-	f.stats.filesRead.Add(1)
-	f.stats.rowsDecoded.Add(rows)
+	groups := int64(len(meta.RowGroups))
 	if rgs != nil {
-		f.stats.rowGroupsRead.Add(int64(len(rgs)))
-	} else {
-		f.stats.rowGroupsRead.Add(int64(len(meta.RowGroups)))
+		groups = int64(len(rgs))
 	}
+	f.stats.FileRead(rows, groups)
 	return nil
 }
 
@@ -222,7 +220,7 @@ func (f *deltaFiles) open(file deltaFile) (parquet.ReaderAtSeeker, func(), error
 	r, ok := fh.(parquet.ReaderAtSeeker)
 	if !ok {
 		_ = fh.Close()
-		return nil, nil, fmt.Errorf("%w: the storage of table %s cannot read %s at random offsets", ErrInternal,
+		return nil, nil, fmt.Errorf("%w: the storage of table %s cannot read %s at random offsets", lake.ErrInternal,
 			f.name, p)
 	}
 	return r, func() { _ = fh.Close() }, nil
@@ -248,7 +246,7 @@ func (f *deltaFiles) meta(file deltaFile, r parquet.ReaderAtSeeker) (*pqread.Met
 
 // dv returns the rows a deletion vector deletes (an empty bitmap for nil).
 // The bitmap is shared: callers must not modify it.
-func (f *deltaFiles) dv(snapshot int64, path string, dv *delta.DeletionVector) (*roaring.Bitmap, error) {
+func (f *deltaFiles) dv(snapshot int64, path string, dv *DeletionVector) (*roaring.Bitmap, error) {
 	if dv == nil {
 		return roaring.New(), nil
 	}
@@ -262,9 +260,9 @@ func (f *deltaFiles) dv(snapshot int64, path string, dv *delta.DeletionVector) (
 	if ok {
 		return bm, nil
 	}
-	bm, err := delta.ReadDeletionVector(f.src.fsys, dv)
+	bm, err := ReadDeletionVector(f.src.fsys, dv)
 	if err != nil {
-		return nil, readError(f.name, snapshot, "the deletion vector of data file "+path, err)
+		return nil, lake.ReadError(f.name, snapshot, "the deletion vector of data file "+path, err)
 	}
 	f.mu.Lock()
 	f.dvs[key] = bm
@@ -272,23 +270,13 @@ func (f *deltaFiles) dv(snapshot int64, path string, dv *delta.DeletionVector) (
 	return bm, nil
 }
 
-func (f *deltaFiles) live(ctx context.Context, snapshot int64, files liveFiles) iter.Seq2[arrow.RecordBatch, error] {
-	return func(yield func(arrow.RecordBatch, error) bool) {
-		live := files.(deltaLive)
-		err := readInOrder(ctx, len(live), f.concurrency,
-			func(ctx context.Context, i int, send func(side int, rec arrow.RecordBatch) error) error {
-				return f.liveFile(ctx, snapshot, live[i], func(rec arrow.RecordBatch) error { return send(0, rec) })
-			},
-			func(_ int, rec arrow.RecordBatch) error {
-				if !yield(rec, nil) {
-					return errStop
-				}
-				return nil
-			})
-		if err != nil && !errors.Is(err, errStop) {
-			yield(nil, err)
-		}
+func (ls deltaLive) Read(ctx context.Context, r *lake.Read, commit int64, i int,
+	fn func(arrow.RecordBatch) error) error {
+	f, err := ls.src.files(r)
+	if err != nil {
+		return err
 	}
+	return f.liveFile(ctx, commit, ls.files[i], fn)
 }
 
 // liveFile reads the rows of file its deletion vector keeps and hands
@@ -301,7 +289,7 @@ func (f *deltaFiles) liveFile(ctx context.Context, snapshot int64, file deltaFil
 	}
 	return f.read(ctx, snapshot, file, f.scan, nil, nil, nil, func(rec arrow.RecordBatch, first int64) error {
 		if !deleted.IsEmpty() {
-			kept, err := selectRows(ctx, f.mem, rec, func(r int) bool {
+			kept, err := lake.SelectRows(ctx, f.mem, rec, func(r int) bool {
 				return !deleted.Contains(uint32(first + int64(r)))
 			})
 			rec.Release()
@@ -314,51 +302,63 @@ func (f *deltaFiles) liveFile(ctx context.Context, snapshot int64, file deltaFil
 	})
 }
 
-func (f *deltaFiles) deletes(_ context.Context, fd fileDiff) (before, after *fileDeletes, err error) {
-	d := fd.src.(deltaDiff)
+func (d *deltaDiff) Path() string     { return d.file.path }
+func (d *deltaDiff) KeyFields() []int { return nil }
+
+func (d *deltaDiff) Masks(ctx context.Context, r *lake.Read) (before, after *lake.Mask, err error) {
+	f, err := d.src.files(r)
+	if err != nil {
+		return nil, nil, err
+	}
 	if d.inBefore {
 		bm, err := f.dv(0, d.file.path, d.dvBefore)
 		if err != nil {
 			return nil, nil, err
 		}
-		before = &fileDeletes{positions: bm}
+		before = &lake.Mask{Positions: bm}
 	}
 	if d.inAfter {
 		bm, err := f.dv(0, d.file.path, d.dvAfter)
 		if err != nil {
 			return nil, nil, err
 		}
-		after = &fileDeletes{positions: bm}
+		after = &lake.Mask{Positions: bm}
 	}
 	return before, after, nil
 }
 
-func (f *deltaFiles) candidates(_ context.Context, fd fileDiff, before, after *fileDeletes) ([]int, int, error) {
-	d := fd.src.(deltaDiff)
-	r, closeFile, err := f.open(d.file)
+func (d *deltaDiff) Candidates(ctx context.Context, r *lake.Read, before, after *lake.Mask) ([]int, int, error) {
+	f, err := d.src.files(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	fh, closeFile, err := f.open(d.file)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer closeFile()
-	m, err := f.meta(d.file, r)
+	m, err := f.meta(d.file, fh)
 	if err != nil {
 		return nil, 0, err
 	}
-	ft := &footer{}
-	for _, rg := range m.RowGroups {
-		ft.rows = append(ft.rows, rg.Rows)
-		ft.first = append(ft.first, rg.First)
+	first, rows := make([]int64, len(m.RowGroups)), make([]int64, len(m.RowGroups))
+	for i, rg := range m.RowGroups {
+		first[i], rows[i] = rg.First, rg.Rows
 	}
-	return chosen(positionCandidates(ft, before.positions, after.positions)), len(ft.rows), nil
+	return lake.ChangedRowGroups(first, rows, before.Positions, after.Positions), len(rows), nil
 }
 
-func (f *deltaFiles) batches(ctx context.Context, snapshot int64, fd fileDiff, rgs []int, whole bool,
+func (d *deltaDiff) Batches(ctx context.Context, r *lake.Read, snapshot int64, rgs []int, whole bool,
 	fn func(rec arrow.RecordBatch, first int) error) error {
+	f, err := d.src.files(r)
+	if err != nil {
+		return err
+	}
 	t := f.narrow
 	if whole {
 		t = f.full
 	}
-	return f.read(ctx, snapshot, fd.src.(deltaDiff).file, t, nil, nil, rgs,
+	return f.read(ctx, snapshot, d.file, t, nil, nil, rgs,
 		func(rec arrow.RecordBatch, first int64) error { return fn(rec, int(first)) })
 }
 
@@ -369,8 +369,8 @@ var changeSide = map[string]struct {
 	side   int
 	update bool
 }{
-	"insert": {sideInserted, false}, "update_postimage": {sideInserted, true}, "update_post": {sideInserted, true},
-	"delete": {sideDeleted, false}, "update_preimage": {sideDeleted, true}, "update_pre": {sideDeleted, true},
+	"insert": {lake.SideInserted, false}, "update_postimage": {lake.SideInserted, true}, "update_post": {lake.SideInserted, true},
+	"delete": {lake.SideDeleted, false}, "update_preimage": {lake.SideDeleted, true}, "update_pre": {lake.SideDeleted, true},
 }
 
 // pairColumn is the column added to the rows of change data files that
@@ -413,7 +413,7 @@ func (f *deltaFiles) counts(ctx context.Context, snapshot int64, file deltaFile)
 				kinds := rec.Column(0).(*array.String)
 				for i := range kinds.Len() {
 					if k, ok := changeSide[kinds.Value(i)]; ok && k.update {
-						if k.side == sideDeleted {
+						if k.side == lake.SideDeleted {
 							pre++
 						} else {
 							post++
@@ -431,13 +431,25 @@ func (f *deltaFiles) counts(ctx context.Context, snapshot int64, file deltaFile)
 	return c, c.err
 }
 
-func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff, whole bool,
+// deltaChange is a change data file of a commit.
+type deltaChange struct {
+	src  *deltaGen
+	file deltaFile
+}
+
+func (c deltaChange) Path() string { return c.file.path }
+
+func (c deltaChange) Rows(ctx context.Context, r *lake.Read, snapshot int64, whole bool,
 	emit func(side int, rec arrow.RecordBatch) error) error {
+	f, err := c.src.files(r)
+	if err != nil {
+		return err
+	}
 	t := f.narrow
 	if whole {
 		t = f.full
 	}
-	file := fd.src.(deltaFile)
+	file := c.file
 	n := t.schema.NumFields()
 	counts, err := f.counts(ctx, snapshot, file)
 	if err != nil {
@@ -451,7 +463,7 @@ func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff
 		kinds, ok := rec.Column(n).(*array.String)
 		if !ok {
 			return fmt.Errorf("%w: snapshot %d of table %s: change data file %s: %s is not a string column",
-				ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn)
+				lake.ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn)
 		}
 		sides := make([]int, rec.NumRows())
 		pairs := array.NewInt64Builder(f.mem)
@@ -460,13 +472,13 @@ func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff
 			kind, ok := changeSide[kinds.Value(i)]
 			if !ok || kinds.IsNull(i) {
 				return fmt.Errorf("%w: snapshot %d of table %s: change data file %s: unknown %s %q",
-					ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn, kinds.Value(i))
+					lake.ErrUnreadable, snapshot, f.name, file.path, changeTypeColumn, kinds.Value(i))
 			}
 			sides[i] = kind.side
 			switch {
 			case !kind.update:
 				pairs.AppendNull()
-			case kind.side == sideDeleted:
+			case kind.side == lake.SideDeleted:
 				pairs.Append(pre)
 				pre++
 			default:
@@ -481,6 +493,6 @@ func (f *deltaFiles) changeRows(ctx context.Context, snapshot int64, fd fileDiff
 		cols := append(append([]arrow.Array(nil), rec.Columns()[:n]...), pairArr)
 		data := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 		defer data.Release()
-		return emitSides(ctx, f.mem, data, func(r, side int) bool { return sides[r] == side }, emit)
+		return lake.EmitSides(ctx, f.mem, data, func(r, side int) bool { return sides[r] == side }, emit)
 	})
 }

@@ -1,11 +1,8 @@
-package feed
+package iceberg
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // icebergTarget is a set of top-level columns of a window's end schema that
@@ -36,10 +34,10 @@ type icebergTarget struct {
 func newIcebergTarget(fields []iceberg.NestedField, fallback *table.Scan) (*icebergTarget, error) {
 	sch, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, fields...), nil, false, false)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot convert the schema to Arrow: %v", ErrUnsupported, err)
+		return nil, fmt.Errorf("%w: cannot convert the schema to Arrow: %v", lake.ErrUnsupported, err)
 	}
 	if sch.NumFields() != len(fields) {
-		return nil, fmt.Errorf("%w: %d fields converted to %d Arrow fields", ErrInternal, len(fields), sch.NumFields())
+		return nil, fmt.Errorf("%w: %d fields converted to %d Arrow fields", lake.ErrInternal, len(fields), sch.NumFields())
 	}
 	return &icebergTarget{schema: sch, fields: fields, fallback: fallback}, nil
 }
@@ -255,7 +253,7 @@ func missingColumn(fl iceberg.NestedField, at arrow.DataType) (pqread.Column, er
 	}
 	v, err := defaultScalar(fl.InitialDefault, fl.Type, at)
 	if err != nil {
-		return pqread.Column{}, fmt.Errorf("%w: field %d %q: initial-default %v: %v", ErrUnsupported, fl.ID, fl.Name,
+		return pqread.Column{}, fmt.Errorf("%w: field %d %q: initial-default %v: %v", lake.ErrUnsupported, fl.ID, fl.Name,
 			fl.InitialDefault, err)
 	}
 	return pqread.Column{Constant: v}, nil
@@ -317,71 +315,4 @@ func timestampScalar(v int64, unit arrow.TimeUnit, at arrow.DataType) scalar.Sca
 		zone = tt.TimeZone
 	}
 	return scalar.NewTimestampScalar(arrow.Timestamp(v), &arrow.TimestampType{Unit: unit, TimeZone: zone})
-}
-
-// defaultLiteral is the literal of a default value, before its conversion
-// to the field's type.
-func defaultLiteral(v any, t iceberg.Type) (iceberg.Literal, error) {
-	switch x := v.(type) {
-	case iceberg.Literal:
-		return x, nil
-	case bool:
-		return iceberg.BoolLiteral(x), nil
-	case int:
-		return iceberg.Int64Literal(x), nil
-	case int32:
-		return iceberg.Int32Literal(x), nil
-	case int64:
-		return iceberg.Int64Literal(x), nil
-	case float32:
-		return iceberg.Float32Literal(x), nil
-	case float64:
-		// JSON numbers: integers for the integral types.
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			switch t.(type) {
-			case iceberg.Float32Type, iceberg.Float64Type:
-			default:
-				return iceberg.Int64Literal(int64(x)), nil
-			}
-		}
-		return iceberg.Float64Literal(x), nil
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return defaultLiteral(float64(i), t)
-		}
-		f, err := x.Float64()
-		if err != nil {
-			return nil, err
-		}
-		return iceberg.Float64Literal(f), nil
-	case string:
-		switch t.(type) {
-		case iceberg.BinaryType, iceberg.FixedType:
-			b, err := hex.DecodeString(x)
-			if err != nil {
-				return nil, fmt.Errorf("binary default is not hex: %w", err)
-			}
-			return iceberg.BinaryLiteral(b), nil
-		}
-		return iceberg.StringLiteral(x), nil
-	case []byte:
-		return iceberg.BinaryLiteral(x), nil
-	case iceberg.Date:
-		return iceberg.DateLiteral(x), nil
-	case iceberg.Time:
-		return iceberg.TimeLiteral(x), nil
-	case iceberg.Timestamp:
-		return iceberg.TimestampLiteral(x), nil
-	case iceberg.TimestampNano:
-		return iceberg.TimestampNsLiteral(x), nil
-	case iceberg.Decimal:
-		return iceberg.DecimalLiteral(x), nil
-	case fmt.Stringer:
-		// A uuid.UUID, as iceberg-go's API sets a UUID default: its string
-		// form converts.
-		if _, ok := t.(iceberg.UUIDType); ok {
-			return iceberg.StringLiteral(x.String()), nil
-		}
-	}
-	return nil, fmt.Errorf("a value of Go type %T", v)
 }

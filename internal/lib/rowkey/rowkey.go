@@ -1,7 +1,8 @@
-package feed
+package rowkey
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -9,13 +10,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// appendKey appends a canonical encoding of value i of arr to buf. Equal
+// ErrUnsupportedType reports a value of an Arrow type that has no key
+// encoding (callers classify it as their own unsupported feature).
+var ErrUnsupportedType = errors.New("cannot compare values of type")
+
+// Append appends a canonical encoding of value i of arr to buf. Equal
 // values encode to equal bytes whatever their physical Arrow type, so that
 // values read from files written before a type promotion (int to long,
 // float to double, string to large string) compare equal to the promoted
 // ones. Null encodes as its own value (Iceberg's equality deletes match
 // null with null).
-func appendKey(buf []byte, arr arrow.Array, i int) ([]byte, error) {
+func Append(buf []byte, arr arrow.Array, i int) ([]byte, error) {
 	if arr.IsNull(i) {
 		return append(buf, 0), nil
 	}
@@ -73,7 +78,7 @@ func appendKey(buf []byte, arr arrow.Array, i int) ([]byte, error) {
 	case *array.Struct:
 		var err error
 		for f := range a.NumField() {
-			if buf, err = appendKey(buf, a.Field(f), i); err != nil {
+			if buf, err = Append(buf, a.Field(f), i); err != nil {
 				return nil, err
 			}
 		}
@@ -83,15 +88,15 @@ func appendKey(buf []byte, arr arrow.Array, i int) ([]byte, error) {
 		buf = binary.AppendUvarint(buf, uint64(end-start))
 		var err error
 		for j := start; j < end; j++ {
-			if buf, err = appendKey(buf, a.ListValues(), int(j)); err != nil {
+			if buf, err = Append(buf, a.ListValues(), int(j)); err != nil {
 				return nil, err
 			}
 		}
 		return buf, nil
 	case *array.Dictionary:
-		return appendKey(buf[:len(buf)-1], a.Dictionary(), a.GetValueIndex(i))
+		return Append(buf[:len(buf)-1], a.Dictionary(), a.GetValueIndex(i))
 	default:
-		return nil, fmt.Errorf("%w: cannot compare values of type %s", ErrUnsupported, arr.DataType())
+		return nil, fmt.Errorf("%w: %s", ErrUnsupportedType, arr.DataType())
 	}
 }
 
@@ -112,11 +117,11 @@ func appendBytes(buf []byte, s string) []byte {
 	return append(buf, s...)
 }
 
-// rowKey encodes row i of the given columns.
-func rowKey(buf []byte, cols []arrow.Array, i int) ([]byte, error) {
+// Row encodes row i of the given columns.
+func Row(buf []byte, cols []arrow.Array, i int) ([]byte, error) {
 	var err error
 	for _, c := range cols {
-		if buf, err = appendKey(buf, c, i); err != nil {
+		if buf, err = Append(buf, c, i); err != nil {
 			return nil, err
 		}
 	}

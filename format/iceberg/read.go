@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"context"
@@ -14,12 +14,13 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // This file decodes Iceberg data files with the engine's own Parquet reader
 // (internal/lib/pqread), in the engine's goroutines: pqread turns a panic of
-// arrow-go's decoder on a corrupt file into ErrCorrupt (ErrUnreadable for
-// the read), and the engine's guard any other panic into ErrInternal.
+// arrow-go's decoder on a corrupt file into ErrCorrupt (lake.ErrUnreadable for
+// the read), and the engine's guard any other panic into lake.ErrInternal.
 // (iceberg-go's scan decodes in worker goroutines of its own, where no
 // recover of the engine's reaches: a corrupt file ended the process.)
 //
@@ -65,7 +66,7 @@ var errUseScan = errors.New("feed: data file left to iceberg-go's scan")
 // read and is returned as is), and returns the number of row groups read;
 // errUseScan for a file that is iceberg-go's to read (nothing read then).
 // Its errors are classified (readError): a corrupt file, on which the
-// decoder may panic, is ErrUnreadable.
+// decoder may panic, is lake.ErrUnreadable.
 func (f *icebergFiles) decode(ctx context.Context, snapshot int64, df iceberg.DataFile, t *icebergTarget, keep bool,
 	pick func(*pqread.Meta) ([]int, error), fn func(rec arrow.RecordBatch, first int64) error) (int, error) {
 	if df.FileFormat() != iceberg.ParquetFile {
@@ -74,29 +75,29 @@ func (f *icebergFiles) decode(ctx context.Context, snapshot int64, df iceberg.Da
 	what := "data file " + df.FilePath()
 	fh, err := f.fs.Open(df.FilePath())
 	if err != nil {
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	}
 	defer fh.Close()
 	m, err := f.meta(df.FilePath(), fh, keep)
 	if err != nil {
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	}
 	if m.Rows != df.Count() {
-		return 0, readError(f.name, snapshot, what,
+		return 0, lake.ReadError(f.name, snapshot, what,
 			fmt.Errorf("its footer holds %d rows where its manifest entry says %d", m.Rows, df.Count()))
 	}
 	cols, ok, err := t.fileColumns(m, f.mapping)
 	switch {
-	case errors.Is(err, ErrUnsupported):
+	case errors.Is(err, lake.ErrUnsupported):
 		return 0, fmt.Errorf("snapshot %d of table %s: %s: %w", snapshot, f.name, what, err)
 	case err != nil:
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	case !ok:
 		return 0, errUseScan
 	}
 	rgs, err := pick(m)
 	if err != nil {
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	}
 	var fnErr error
 	// The columns of a batch decode in parallel, as iceberg-go's scan
@@ -113,7 +114,7 @@ func (f *icebergFiles) decode(ctx context.Context, snapshot int64, df iceberg.Da
 	case fnErr != nil:
 		return 0, fnErr
 	case err != nil:
-		return 0, readError(f.name, snapshot, what, err)
+		return 0, lake.ReadError(f.name, snapshot, what, err)
 	case rgs == nil:
 		return len(m.RowGroups), nil
 	}
@@ -174,11 +175,11 @@ func footerOf(m *pqread.Meta, df iceberg.DataFile) *footer {
 // them). send takes over each batch.
 func (f *icebergFiles) liveTask(ctx context.Context, snapshot int64, task table.FileScanTask,
 	send func(arrow.RecordBatch) error) error {
-	var dels *fileDeletes
+	var dels *lake.Mask
 	if len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) > 0 {
 		var err error
 		if dels, err = f.index.forTask(ctx, &task, int(task.File.Count())); err != nil {
-			return readError(f.name, snapshot, "the delete files of data file "+task.File.FilePath(), err)
+			return lake.ReadError(f.name, snapshot, "the delete files of data file "+task.File.FilePath(), err)
 		}
 	}
 	t, keyCol, ok, err := f.keyTarget(dels)
@@ -193,12 +194,12 @@ func (f *icebergFiles) liveTask(ctx context.Context, snapshot int64, task table.
 		func(m *pqread.Meta) ([]int, error) { return taskRowGroups(task, m) },
 		func(rec arrow.RecordBatch, first int64) error {
 			if dels != nil {
-				deleted, err := dels.deleted(rec, int(first), keyCol)
+				deleted, err := dels.Deleted(rec, int(first), keyCol)
 				if err != nil {
 					rec.Release()
 					return err
 				}
-				kept, err := selectRows(ctx, f.mem, rec, func(r int) bool { return !deleted[r] })
+				kept, err := lake.SelectRows(ctx, f.mem, rec, func(r int) bool { return !deleted[r] })
 				rec.Release()
 				if err != nil || kept == nil {
 					return err
@@ -226,7 +227,7 @@ func (f *icebergFiles) liveTask(ctx context.Context, snapshot int64, task table.
 // nested field, or one dropped since): the engine's masks compare
 // top-level columns only (as in the diff path), so iceberg-go's scan, which
 // matches keys by field id in the file, reads that task as it did before.
-func (f *icebergFiles) keyTarget(dels *fileDeletes) (t *icebergTarget, keyCol func(id int) (int, error), ok bool,
+func (f *icebergFiles) keyTarget(dels *lake.Mask) (t *icebergTarget, keyCol func(id int) (int, error), ok bool,
 	err error) {
 	idx := map[int]int{}
 	for i, fl := range f.scan.fields {
@@ -236,14 +237,14 @@ func (f *icebergFiles) keyTarget(dels *fileDeletes) (t *icebergTarget, keyCol fu
 		if i, ok := idx[id]; ok {
 			return i, nil
 		}
-		return 0, fmt.Errorf("%w: field %d is not a column read", ErrInternal, id)
+		return 0, fmt.Errorf("%w: field %d is not a column read", lake.ErrInternal, id)
 	}
-	if dels == nil || len(dels.eq) == 0 {
+	if dels == nil || len(dels.Equality) == 0 {
 		return f.scan, keyCol, true, nil
 	}
 	var extra []iceberg.NestedField
-	for _, eq := range dels.eq {
-		for _, id := range eq.fields {
+	for _, eq := range dels.Equality {
+		for _, id := range eq.Fields {
 			if _, ok := idx[id]; ok {
 				continue
 			}
@@ -268,11 +269,11 @@ func (f *icebergFiles) scanTask(ctx context.Context, snapshot int64, task table.
 	what := "data file " + task.File.FilePath()
 	_, records, err := f.scan.fallback.ReadTasks(ctx, []table.FileScanTask{task})
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	for rec, err := range records {
 		if err != nil {
-			return readError(f.name, snapshot, what, err)
+			return lake.ReadError(f.name, snapshot, what, err)
 		}
 		if err := send(rec); err != nil {
 			return err

@@ -1,9 +1,7 @@
-package feed
+package delta
 
 import (
 	"strconv"
-
-	"github.com/sluicefeed/sluice/format/delta"
 )
 
 // deltaSummary describes a Delta commit in the words of an Iceberg
@@ -23,8 +21,8 @@ import (
 //     added-records.
 //
 // It returns nil for a commit that touched no data file.
-func deltaSummary(c *delta.Commit) map[string]string {
-	removed := make(map[string]*delta.Remove, len(c.Removes))
+func deltaSummary(c *Commit) map[string]string {
+	removed := make(map[string]*Remove, len(c.Removes))
 	for _, r := range c.Removes {
 		removed[r.Path] = r
 	}
@@ -78,7 +76,7 @@ func deltaSummary(c *delta.Commit) map[string]string {
 
 // dvCardinality is the number of rows a deletion vector deletes (0 for
 // none).
-func dvCardinality(dv *delta.DeletionVector) int64 {
+func dvCardinality(dv *DeletionVector) int64 {
 	if dv == nil {
 		return 0
 	}

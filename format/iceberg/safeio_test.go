@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 	"github.com/sluicefeed/sluice/internal/testkit/testsvc"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // TestSafeIOStorageErrors reads through the file IO iceberg-go gives an
@@ -30,15 +31,15 @@ func TestSafeIOStorageErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = safeIO{fsys}.Open(loc)
-		return readError("db.t", 7, "data file "+loc, err)
+		return lake.ReadError("db.t", 7, "data file "+loc, err)
 	}
 
 	err := open(t, "s3://"+bucket+"/t/data/gone.parquet")
-	if !errors.Is(err, ErrResyncRequired) {
-		t.Errorf("a data file gone: %v, want ErrResyncRequired", err)
+	if !errors.Is(err, lake.ErrResyncRequired) {
+		t.Errorf("a data file gone: %v, want lake.ErrResyncRequired", err)
 	}
 	err = open(t, "s3://no-such-"+bucket+"/t/data/a.parquet")
-	if !errors.Is(err, storage.ErrBucketNotFound) || errors.Is(err, ErrResyncRequired) || errors.Is(err, fs.ErrNotExist) {
+	if !errors.Is(err, storage.ErrBucketNotFound) || errors.Is(err, lake.ErrResyncRequired) || errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a file of a bucket that does not exist: %v, want storage.ErrBucketNotFound only", err)
 	}
 	// The bucket is checked once, then remembered: the second file of it

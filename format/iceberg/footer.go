@@ -1,11 +1,10 @@
-package feed
+package iceberg
 
 import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -57,15 +56,6 @@ func splitOffset(rgm *metadata.RowGroupMetaData) int64 {
 		}
 	}
 	return rgm.FileOffset()
-}
-
-// rowGroupOf returns the row group holding position p.
-func (ft *footer) rowGroupOf(p int64) int {
-	i, found := slices.BinarySearch(ft.first, p)
-	if found {
-		return i
-	}
-	return i - 1
 }
 
 // runs groups sorted row groups into contiguous runs, each as the byte

@@ -1,4 +1,4 @@
-package feed
+package delta
 
 import (
 	"context"
@@ -7,41 +7,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/iceberg-go"
-
-	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/lake"
 )
-
-// Strategies of Delta commits (SnapshotPlan.Strategy).
-const (
-	// StrategyDeltaCDCFiles reads the change data files a commit wrote
-	// (cdc actions): their rows are its changes.
-	StrategyDeltaCDCFiles = "delta-cdc-files"
-	// StrategyDeltaAdd reads the files a commit added, without deletion
-	// vectors and without removing any: every row is an insert.
-	StrategyDeltaAdd = "delta-add"
-	// StrategyDeltaDVDiff reads the files whose deletion vector a commit
-	// changed (an add and a remove of the same path): the rows the new
-	// vector deletes and the old one did not are deletes, the other way
-	// inserts.
-	StrategyDeltaDVDiff = "delta-dv-diff"
-	// StrategyDeltaAddRemove reads the files a commit removed and added
-	// (dataChange=true): the rows live before in removed files are deletes,
-	// the rows of added files inserts, and rows re-written unchanged cancel.
-	StrategyDeltaAddRemove = "delta-add-remove"
-	// StrategyNoDataChange marks a commit that changes no row (OPTIMIZE,
-	// REORG, metadata and protocol changes): nothing is read.
-	StrategyNoDataChange = "no-data-change"
-)
-
-// ContentChangeData is the content of a Delta change data file in a plan.
-const ContentChangeData = "change_data"
 
 // deltaSchema is a Delta schema prepared for the engine.
 type deltaSchema struct {
-	logical *iceberg.Schema
-	fields  map[string]delta.StructField // by logical name
-	mode    delta.ColumnMappingMode
+	logical *lake.Schema
+	fields  map[string]StructField // by logical name
+	mode    ColumnMappingMode
 	// partition are the partition columns' logical names.
 	partition map[string]bool
 }
@@ -53,11 +26,11 @@ func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 	if err != nil {
 		return nil, deltaError(s.name, err)
 	}
-	if err := delta.CheckProtocol(p); err != nil {
-		return nil, fmt.Errorf("%w: version %d: %w", ErrUnsupported, v, err)
+	if err := CheckProtocol(p); err != nil {
+		return nil, fmt.Errorf("%w: version %d: %w", lake.ErrUnsupported, v, err)
 	}
 	key := fmt.Sprint(mappingSupported(p)) + "\x00" + m.SchemaString + "\x00" +
-		m.Configuration["delta.columnMapping.mode"] + "\x00" +
+		m.Configuration["columnMapping.mode"] + "\x00" +
 		strings.Join(m.PartitionColumns, "\x00")
 	s.mu.Lock()
 	sc, ok := s.schemas[key]
@@ -65,24 +38,24 @@ func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 	if ok {
 		return sc, nil
 	}
-	st, err := delta.ParseSchema(m.SchemaString)
+	st, err := ParseSchema(m.SchemaString)
 	if err != nil {
-		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
+		return nil, fmt.Errorf("%w: table %s, version %d: %w", lake.ErrUnsupported, s.name, v, err)
 	}
-	mode, err := delta.MappingMode(m.Configuration)
+	mode, err := MappingMode(m.Configuration)
 	if err != nil {
-		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
+		return nil, fmt.Errorf("%w: table %s, version %d: %w", lake.ErrUnsupported, s.name, v, err)
 	}
 	if !mappingSupported(p) {
 		// The protocol has readers honour the mode only when the table's
 		// protocol has the columnMapping feature.
-		mode = delta.MappingNone
+		mode = MappingNone
 	}
-	logical, err := delta.ToIceberg(st, mode)
+	logical, err := ToLake(st, mode)
 	if err != nil {
-		return nil, fmt.Errorf("%w: table %s, version %d: %w", ErrUnsupported, s.name, v, err)
+		return nil, fmt.Errorf("%w: table %s, version %d: %w", lake.ErrUnsupported, s.name, v, err)
 	}
-	sc = &deltaSchema{logical: logical, fields: map[string]delta.StructField{}, mode: mode,
+	sc = &deltaSchema{logical: logical, fields: map[string]StructField{}, mode: mode,
 		partition: map[string]bool{}}
 	for _, f := range st.Fields {
 		sc.fields[f.Name] = f
@@ -98,7 +71,7 @@ func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 
 // mappingSupported reports whether a protocol has the columnMapping
 // feature: reader version 2, or 3 with the feature listed.
-func mappingSupported(p delta.Protocol) bool {
+func mappingSupported(p Protocol) bool {
 	switch {
 	case p.MinReaderVersion == 2:
 		return true
@@ -112,7 +85,7 @@ func mappingSupported(p delta.Protocol) bool {
 type deltaFile struct {
 	path      string
 	partition map[string]*string
-	dv        *delta.DeletionVector
+	dv        *DeletionVector
 	size      int64
 	rows      int64 // -1: unknown
 	// ordinal is the file's place among its commit's change data files,
@@ -130,19 +103,28 @@ type cdcCommit struct {
 // deletion vectors before and after (set when the file is present on that
 // side; a nil vector deletes nothing).
 type deltaDiff struct {
+	src               *deltaGen
 	file              deltaFile
 	inBefore, inAfter bool
-	dvBefore, dvAfter *delta.DeletionVector
+	dvBefore, dvAfter *DeletionVector
 }
 
 // deltaLive are Delta files whose every row not deleted by their deletion
 // vector a read streams.
-type deltaLive []deltaFile
+type deltaLive struct {
+	src   *deltaGen
+	files []deltaFile
+}
 
-func (ls deltaLive) count() int { return len(ls) }
+func (ls deltaLive) Len() int          { return len(ls.files) }
+func (ls deltaLive) Path(i int) string { return ls.files[i].path }
 
-func (ls deltaLive) size() (files, bytes, records int64) {
-	for _, f := range ls {
+func (ls deltaLive) Slice(lo, hi int) lake.LiveFiles {
+	return deltaLive{src: ls.src, files: ls.files[lo:hi]}
+}
+
+func (ls deltaLive) Size() (files, bytes, records int64) {
+	for _, f := range ls.files {
 		files++
 		bytes += f.size
 		records += max(f.rows, 0)
@@ -170,11 +152,11 @@ type deltaPlanner struct {
 	name string
 	// prune skips added files the filter rules out by their partition
 	// values and statistics (nil: no filter to push down).
-	prune *pruner
+	prune lake.Pruner
 }
 
-func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, error) {
-	out := SnapshotPlan{Snapshot: s, Files: []FilePlan{}}
+func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, error) {
+	out := lake.Change{Files: []lake.FilePlan{}}
 	sc, err := dp.src.schema(ctx, s.ID)
 	if err != nil {
 		return out, err
@@ -184,7 +166,7 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 		return out, deltaError(dp.name, err)
 	}
 	if len(c.CDCs) > 0 {
-		out.Strategy = StrategyDeltaCDCFiles
+		out.Strategy = lake.StrategyDeltaCDCFiles
 		out.Reason = fmt.Sprintf("the commit wrote %d change data files (cdc actions): their rows are its changes",
 			len(c.CDCs))
 		commit := &cdcCommit{}
@@ -192,18 +174,18 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 			f := deltaFile{path: cdc.Path, partition: cdc.PartitionValues, size: cdc.Size, rows: -1, ordinal: i,
 				commit: commit}
 			commit.files = append(commit.files, f)
-			out.diffs = append(out.diffs, fileDiff{path: cdc.Path, rows: -1, changes: true, src: f})
-			out.Files = append(out.Files, FilePlan{Path: cdc.Path, Content: ContentChangeData, Role: RoleAdded,
+			out.ChangeFiles = append(out.ChangeFiles, deltaChange{src: dp.src, file: f})
+			out.Files = append(out.Files, lake.FilePlan{Path: cdc.Path, Content: lake.ContentChangeData, Role: lake.RoleAdded,
 				RecordCount: -1, FileSizeBytes: cdc.Size})
 			out.BytesRead += cdc.Size
 		}
-		out.rewrites = true
-		out.pairKey = pairColumn
+		out.Rewrites = true
+		out.PairKey = pairColumn
 		return out, nil
 	}
 
-	var adds []*delta.Add
-	var removes []*delta.Remove
+	var adds []*Add
+	var removes []*Remove
 	for _, a := range c.Adds {
 		if a.DataChange {
 			adds = append(adds, a)
@@ -215,7 +197,7 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 		}
 	}
 	if len(adds) == 0 && len(removes) == 0 {
-		out.Strategy = StrategyNoDataChange
+		out.Strategy = lake.StrategyNoDataChange
 		out.Reason = "no add or remove action with dataChange=true"
 		if len(c.Adds)+len(c.Removes) > 0 {
 			out.Reason = fmt.Sprintf("its %d add and %d remove actions all have dataChange=false (%s): "+
@@ -223,32 +205,34 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 		}
 		return out, nil
 	}
-	withDV := slices.ContainsFunc(adds, func(a *delta.Add) bool { return a.DeletionVector != nil })
+	withDV := slices.ContainsFunc(adds, func(a *Add) bool { return a.DeletionVector != nil })
 	if len(removes) == 0 && !withDV {
-		out.Strategy = StrategyDeltaAdd
+		out.Strategy = lake.StrategyDeltaAdd
 		out.Reason = fmt.Sprintf("the commit only added %d files", len(adds))
-		var files deltaLive
+		files := deltaLive{src: dp.src}
 		for _, a := range adds {
-			if dp.prune != nil && !dp.prune.mayMatch(newDeltaFileStats(sc, a)) {
+			if dp.prune != nil && !dp.prune.MayMatch(newDeltaFileStats(sc, a)) {
 				out.FilesSkipped++
 				continue
 			}
 			f := deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}
-			files = append(files, f)
-			out.addDeltaFile(f, RoleAdded)
+			files.files = append(files.files, f)
+			addDeltaFile(&out, f, lake.RoleAdded)
 		}
-		out.appended = files
+		if files.files != nil {
+			out.Appended = files
+		}
 		return out, nil
 	}
 
-	added := map[string]*delta.Add{}
+	added := map[string]*Add{}
 	for _, a := range adds {
 		added[a.Path] = a
 	}
-	var parent map[string]*delta.Add // the state before, for removes without partition values
+	var parent map[string]*Add // the state before, for removes without partition values
 	pairs := 0
 	for _, r := range removes {
-		d := deltaDiff{inBefore: true, dvBefore: r.DeletionVector}
+		d := &deltaDiff{src: dp.src, inBefore: true, dvBefore: r.DeletionVector}
 		d.file = deltaFile{path: r.Path, partition: r.PartitionValues, rows: -1}
 		if r.Size != nil {
 			d.file.size = *r.Size
@@ -271,29 +255,29 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 				d.file.partition = a.PartitionValues
 			}
 		}
-		role := RoleRemoved
+		role := lake.RoleRemoved
 		if d.inAfter {
-			role = RoleDeletes
+			role = lake.RoleDeletes
 		}
-		out.diffs = append(out.diffs, fileDiff{path: r.Path, rows: d.file.rows, src: d})
-		out.addDeltaFile(d.file, role)
+		out.Diffs = append(out.Diffs, d)
+		addDeltaFile(&out, d.file, role)
 	}
 	for _, a := range adds {
 		if _, ok := added[a.Path]; !ok {
 			continue // paired with its remove
 		}
-		d := deltaDiff{inAfter: true, dvAfter: a.DeletionVector,
+		d := &deltaDiff{src: dp.src, inAfter: true, dvAfter: a.DeletionVector,
 			file: deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}}
-		out.diffs = append(out.diffs, fileDiff{path: a.Path, rows: d.file.rows, src: d})
-		out.addDeltaFile(d.file, RoleAdded)
+		out.Diffs = append(out.Diffs, d)
+		addDeltaFile(&out, d.file, lake.RoleAdded)
 	}
-	out.rewrites = len(adds) > 0
+	out.Rewrites = len(adds) > 0
 	if pairs == len(removes) && pairs == len(adds) {
-		out.Strategy = StrategyDeltaDVDiff
+		out.Strategy = lake.StrategyDeltaDVDiff
 		out.Reason = fmt.Sprintf("the commit changed the deletion vectors of %d files (an add and a remove of "+
 			"each path): rows newly deleted are deletes, rows restored inserts", pairs)
 	} else {
-		out.Strategy = StrategyDeltaAddRemove
+		out.Strategy = lake.StrategyDeltaAddRemove
 		out.Reason = fmt.Sprintf("no change data files: changes derived from %d removed and %d added files "+
 			"(dataChange=true), rows re-written unchanged cancel", len(removes), len(adds))
 	}
@@ -301,20 +285,21 @@ func (dp *deltaPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, err
 }
 
 // parentFiles returns the live files of the version before v, by path.
-func (dp *deltaPlanner) parentFiles(ctx context.Context, v int64) (map[string]*delta.Add, error) {
+func (dp *deltaPlanner) parentFiles(ctx context.Context, v int64) (map[string]*Add, error) {
 	snap, err := dp.src.log.Snapshot(ctx, v-1)
 	if err != nil {
 		return nil, deltaError(dp.name, err)
 	}
-	out := make(map[string]*delta.Add, len(snap.Files))
+	out := make(map[string]*Add, len(snap.Files))
 	for _, a := range snap.Files {
 		out[a.Path] = a
 	}
 	return out, nil
 }
 
-func (out *SnapshotPlan) addDeltaFile(f deltaFile, role string) {
-	out.Files = append(out.Files, FilePlan{Path: f.path, Content: ContentData, Role: role, RecordCount: f.rows,
+// addDeltaFile shows a data file the change reads.
+func addDeltaFile(out *lake.Change, f deltaFile, role string) {
+	out.Files = append(out.Files, lake.FilePlan{Path: f.path, Content: lake.ContentData, Role: role, RecordCount: f.rows,
 		FileSizeBytes: f.size})
 	out.BytesRead += f.size
 	out.RecordsRead += max(f.rows, 0)

@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"fmt"
@@ -18,35 +18,25 @@ const (
 	liveCacheSnapshots = 128
 )
 
-// planCache keeps what planning reads from immutable files, so that
-// polling clients and repeated plans do not read and decode manifests
-// again: per snapshot, the entries of its own manifests, and its scan
-// plan. Both are keyed by the table's UUID and the snapshot id, which name
-// one immutable snapshot. It is safe for concurrent use.
-type planCache struct {
-	own   *lru.Cache[string, ownChanges]
-	live  *lru.Cache[string, map[string]*table.FileScanTask]
-	stats *counters
+// Cache keeps what planning reads from an Iceberg table's immutable
+// files, so that polling clients and repeated plans do not read and decode
+// manifests again: per snapshot, the entries of its own manifests, and its
+// scan plan. Both are keyed by the table's UUID and the snapshot id, which
+// name one immutable snapshot. One cache serves every load of the tables
+// of a catalog. It is safe for concurrent use.
+type Cache struct {
+	own  *lru.Cache[string, ownChanges]
+	live *lru.Cache[string, map[string]*table.FileScanTask]
 	// flight makes concurrent plans of one snapshot (every follower of a
 	// table, when a commit lands) read its manifests once.
 	flight singleflight.Group
 }
 
-func (c *planCache) count(hit bool) {
-	if c.stats == nil {
-		return
-	}
-	if hit {
-		c.stats.cacheHits.Add(1)
-	} else {
-		c.stats.cacheMisses.Add(1)
-	}
-}
-
-func newPlanCache() *planCache {
+// NewCache returns an empty cache.
+func NewCache() *Cache {
 	own, _ := lru.New[string, ownChanges](ownCacheSnapshots)
 	live, _ := lru.New[string, map[string]*table.FileScanTask](liveCacheSnapshots)
-	return &planCache{own: own, live: live}
+	return &Cache{own: own, live: live}
 }
 
 func snapshotKey(meta table.Metadata, id int64) string {

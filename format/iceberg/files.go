@@ -1,10 +1,8 @@
-package feed
+package iceberg
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"iter"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // icebergFiles reads the data files of an Iceberg plan with the engine's
@@ -30,62 +29,81 @@ type icebergFiles struct {
 	mem       memory.Allocator
 	mapping   iceberg.NameMapping
 	batchRows int
-	// concurrency bounds the data files live reads at once.
-	concurrency int
-	// scan holds the plan's scan columns, read for appended and live
+	// scan holds the read's scan columns, read for appended and live
 	// files with their deletes applied; full every column of the window's
 	// end schema, narrow the columns the changes need; neither applies
 	// deletes.
 	scan, full, narrow *icebergTarget
 	index              *deleteIndex
-	stats              *counters
+	stats              lake.ReadStats
 	// mu guards footers and metas.
 	mu      sync.Mutex
 	footers map[string]*footer
 	metas   map[string]*pqread.Meta
 }
 
-func newIcebergFiles(ctx context.Context, e *Engine, p *Plan, tbl *table.Table) (*icebergFiles, error) {
+// filesKey keys an Iceberg table's file readers in a read's memo.
+type filesKey struct{ t *icebergTable }
+
+// files returns the table's file readers for read r, made once per read
+// (under the read's context) and closed when it ends.
+func (t *icebergTable) files(r *lake.Read) (*icebergFiles, error) {
+	return lake.Memo(r, filesKey{t}, func(ctx context.Context) (*icebergFiles, error) {
+		f, err := newIcebergFiles(ctx, t, r)
+		if err != nil {
+			return nil, err
+		}
+		r.OnClose(f.close)
+		return f, nil
+	})
+}
+
+func newIcebergFiles(ctx context.Context, it *icebergTable, r *lake.Read) (*icebergFiles, error) {
+	tbl := it.tbl
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("open storage of table %s: %w", p.Table, err)
+		return nil, fmt.Errorf("open storage of table %s: %w", r.Table, err)
 	}
-	batchRows := min(e.opts.MaxBatchRows, pqread.DefaultBatchRows)
-	f := &icebergFiles{tbl: tbl, fs: fsys, name: p.Table, end: p.end, mem: e.opts.Allocator,
-		mapping: tbl.Metadata().NameMapping(), batchRows: batchRows, concurrency: max(1, e.opts.ReadConcurrency),
-		index: newDeleteIndex(fsys, e.opts.Allocator, p.Table), stats: &e.stats,
+	end, err := it.nativeSchema(&r.End)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", r.Table, err)
+	}
+	batchRows := min(r.BatchRows, pqread.DefaultBatchRows)
+	f := &icebergFiles{tbl: tbl, fs: fsys, name: r.Table, end: end, mem: r.Allocator,
+		mapping: tbl.Metadata().NameMapping(), batchRows: batchRows,
+		index: newDeleteIndex(fsys, r.Allocator, r.Table), stats: r.Stats,
 		footers: map[string]*footer{}, metas: map[string]*pqread.Meta{}}
 	target := func(concurrency int, cols []string) (*icebergTarget, error) {
 		if len(cols) == 1 && cols[0] == "*" {
-			cols = topLevelNames(p.end)
+			cols = icebergNames(end)
 		}
-		sub, err := p.end.Select(true, cols...)
+		sub, err := end.Select(true, cols...)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnknownColumn, err)
+			return nil, fmt.Errorf("%w: %v", lake.ErrUnknownColumn, err)
 		}
 		// The fallback scan: batches of at most 16Ki rows (without a batch
 		// size, iceberg-go decodes a row group's columns whole), and no row
 		// filter (iceberg-go v0.7.0's scan filter drops matching rows, seen
 		// with "small >= 60" on a nullable int column of a partitioned
 		// table; the engine filters rows itself, with SQL's logic).
-		scan := tbl.Scan(table.WithSnapshotID(*p.To), table.WithSelectedFields(cols...),
+		scan := tbl.Scan(table.WithSnapshotID(r.End.ID), table.WithSelectedFields(cols...),
 			table.WithCaseSensitive(true), table.WithMaxConcurrency(concurrency),
 			table.WithArrowBatchSize(batchRows))
 		t, err := newIcebergTarget(sub.Fields(), scan)
 		if err != nil {
 			scan.Close()
-			return nil, fmt.Errorf("table %s: %w", p.Table, err)
+			return nil, fmt.Errorf("table %s: %w", r.Table, err)
 		}
 		return t, nil
 	}
-	if f.scan, err = target(e.opts.ReadConcurrency, p.scanFields); err != nil {
+	if f.scan, err = target(r.Concurrency, r.Columns); err != nil {
 		return nil, err
 	}
-	if f.full, err = target(1, topLevelNames(p.end)); err != nil {
+	if f.full, err = target(1, icebergNames(end)); err != nil {
 		f.close()
 		return nil, err
 	}
-	if f.narrow, err = target(1, p.diffColumns()); err != nil {
+	if f.narrow, err = target(1, r.DiffColumns); err != nil {
 		f.close()
 		return nil, err
 	}
@@ -100,31 +118,9 @@ func (f *icebergFiles) close() {
 	}
 }
 
-// live reads the tasks, up to concurrency at once, each in a goroutine of
-// its own (guarded: a panic ends the read with ErrInternal), and yields
-// their batches in task order, each task's in file order. A task read
-// ahead of the one yielded holds at most two batches.
-func (f *icebergFiles) live(ctx context.Context, snapshot int64, files liveFiles) iter.Seq2[arrow.RecordBatch, error] {
-	return func(yield func(arrow.RecordBatch, error) bool) {
-		tasks := files.(icebergTasks)
-		err := readInOrder(ctx, len(tasks), f.concurrency,
-			func(ctx context.Context, i int, send func(side int, rec arrow.RecordBatch) error) error {
-				return f.liveTask(ctx, snapshot, tasks[i], func(rec arrow.RecordBatch) error { return send(0, rec) })
-			},
-			func(_ int, rec arrow.RecordBatch) error {
-				if !yield(rec, nil) {
-					return errStop
-				}
-				return nil
-			})
-		if err != nil && !errors.Is(err, errStop) {
-			yield(nil, err)
-		}
-	}
-}
-
-func (f *icebergFiles) deletes(ctx context.Context, fd fileDiff) (before, after *fileDeletes, err error) {
-	d := fd.src.(icebergDiff)
+// deletes returns what d's delete files delete before and after its
+// snapshot.
+func (f *icebergFiles) deletes(ctx context.Context, d *icebergDiff) (before, after *lake.Mask, err error) {
 	rows := int(d.file.Count())
 	if d.before != nil {
 		if before, err = f.index.forTask(ctx, d.before, rows); err != nil {
@@ -170,13 +166,15 @@ func (f *icebergFiles) footer(df iceberg.DataFile) (*footer, error) {
 // position deletes or deletion vector delete (before and after) and the
 // other's not, and those whose statistics may hold a key of an equality
 // delete file that applies on one side only.
-func (f *icebergFiles) candidates(ctx context.Context, fd fileDiff, before, after *fileDeletes) ([]int, int, error) {
-	d := fd.src.(icebergDiff)
+func (f *icebergFiles) candidates(ctx context.Context, d *icebergDiff, before, after *lake.Mask) ([]int, int, error) {
 	ft, err := f.footer(d.file)
 	if err != nil {
 		return nil, 0, err
 	}
-	cand := positionCandidates(ft, before.positions, after.positions)
+	cand := make([]bool, len(ft.rows))
+	for _, rg := range lake.ChangedRowGroups(ft.first, ft.rows, before.Positions, after.Positions) {
+		cand[rg] = true
+	}
 	eqBefore := map[string]bool{}
 	for _, df := range d.before.EqualityDeleteFiles {
 		eqBefore[df.FilePath()] = true
@@ -195,7 +193,7 @@ func (f *icebergFiles) candidates(ctx context.Context, fd fileDiff, before, afte
 			fl, ok := f.end.FindFieldByID(id)
 			if !ok {
 				return fmt.Errorf("%w: equality delete file %s deletes by field %d, which the window's end "+
-					"schema lacks", ErrUnsupported, df.FilePath(), id)
+					"schema lacks", lake.ErrUnsupported, df.FilePath(), id)
 			}
 			fields[i] = fl
 		}
@@ -229,12 +227,19 @@ func (f *icebergFiles) candidates(ctx context.Context, fd fileDiff, before, afte
 			}
 		}
 	}
-	return chosen(cand), len(ft.rows), nil
+	var rgs []int
+	for rg, c := range cand {
+		if c {
+			rgs = append(rgs, rg)
+		}
+	}
+	return rgs, len(ft.rows), nil
 }
 
-func (f *icebergFiles) batches(ctx context.Context, snapshot int64, fd fileDiff, rgs []int, whole bool,
+// batches decodes d's file, or its row groups rgs (nil: all), without
+// applying any delete (see lake.FileDiff.Batches).
+func (f *icebergFiles) batches(ctx context.Context, snapshot int64, d *icebergDiff, rgs []int, whole bool,
 	fn func(rec arrow.RecordBatch, first int) error) error {
-	d := fd.src.(icebergDiff)
 	t := f.narrow
 	if whole {
 		t = f.full
@@ -251,15 +256,13 @@ func (f *icebergFiles) batches(ctx context.Context, snapshot int64, fd fileDiff,
 	if err != nil {
 		return err
 	}
-	f.stats.filesRead.Add(1)
-	f.stats.rowsDecoded.Add(rows)
-	f.stats.rowGroupsRead.Add(int64(groups))
+	f.stats.FileRead(rows, int64(groups))
 	return nil
 }
 
 // scanBatches is batches with iceberg-go's scan, for a file the engine
 // leaves to it.
-func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d icebergDiff, t *icebergTarget, rgs []int,
+func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d *icebergDiff, t *icebergTarget, rgs []int,
 	fn func(rec arrow.RecordBatch, first int) error) error {
 	var tasks []table.FileScanTask
 	var runs []rowGroupRun
@@ -271,7 +274,7 @@ func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d iceber
 	} else {
 		var err error
 		if ft, err = f.footer(d.file); err != nil {
-			return readError(f.name, snapshot, "data file "+d.file.FilePath(), err)
+			return lake.ReadError(f.name, snapshot, "data file "+d.file.FilePath(), err)
 		}
 		runs = ft.runs(rgs)
 		for _, r := range runs {
@@ -282,19 +285,19 @@ func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d iceber
 	what := "data file " + d.file.FilePath()
 	_, records, err := t.fallback.ReadTasks(ctx, tasks)
 	if err != nil {
-		return readError(f.name, snapshot, what, err)
+		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	run, inRun, rows := 0, int64(0), int64(0)
 	for rec, err := range records {
 		if err != nil {
-			return readError(f.name, snapshot, what, err)
+			return lake.ReadError(f.name, snapshot, what, err)
 		}
 		for run < len(runs) && inRun == runs[run].rows {
 			run, inRun = run+1, 0
 		}
 		if run == len(runs) || inRun+rec.NumRows() > runs[run].rows {
 			rec.Release()
-			return fmt.Errorf("%w: data file %s: read more rows than its row groups hold", ErrUnreadable,
+			return fmt.Errorf("%w: data file %s: read more rows than its row groups hold", lake.ErrUnreadable,
 				d.file.FilePath())
 		}
 		first := int(runs[run].pos + inRun)
@@ -310,15 +313,15 @@ func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d iceber
 	}
 	if rows != want {
 		return fmt.Errorf("%w: data file %s: read %d rows where its manifest entry and footer say %d",
-			ErrUnreadable, d.file.FilePath(), rows, want)
+			lake.ErrUnreadable, d.file.FilePath(), rows, want)
 	}
-	f.stats.filesRead.Add(1)
-	f.stats.rowsDecoded.Add(rows)
+	groups := int64(0)
 	if rgs != nil {
-		f.stats.rowGroupsRead.Add(int64(len(rgs)))
+		groups = int64(len(rgs))
 	} else if ft, _ := f.cachedFooter(d.file); ft != nil {
-		f.stats.rowGroupsRead.Add(int64(len(ft.rows)))
+		groups = int64(len(ft.rows))
 	}
+	f.stats.FileRead(rows, groups)
 	return nil
 }
 
@@ -329,7 +332,11 @@ func (f *icebergFiles) cachedFooter(df iceberg.DataFile) (*footer, bool) {
 	return ft, ok
 }
 
-func (f *icebergFiles) changeRows(_ context.Context, _ int64, fd fileDiff, _ bool,
-	_ func(side int, rec arrow.RecordBatch) error) error {
-	return fmt.Errorf("%w: Iceberg tables have no change files (%s)", ErrInternal, fd.path)
+// icebergNames are the names of a schema's top-level columns.
+func icebergNames(sc *iceberg.Schema) []string {
+	names := make([]string, sc.NumFields())
+	for i, f := range sc.Fields() {
+		names[i] = f.Name
+	}
+	return names
 }

@@ -1,4 +1,4 @@
-package feed
+package iceberg
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // ownChanges is what a snapshot's own manifest entries say it did.
@@ -24,6 +26,7 @@ type ownChanges struct {
 // iceberg-go's rules for sequence numbers and partitions) of the snapshots
 // it needed, since a snapshot's plan is also its child's "before".
 type snapshotPlanner struct {
+	t     *icebergTable
 	tbl   *table.Table
 	meta  table.Metadata
 	fs    iceio.IO
@@ -31,33 +34,41 @@ type snapshotPlanner struct {
 	plans map[int64]map[string]*table.FileScanTask
 	// prune skips appended files and row groups the filter rules out by
 	// their statistics (nil: no filter to push down).
-	prune *pruner
-	cache *planCache
+	prune lake.Pruner
+	cache *Cache
+	stats lake.PlanStats
 }
 
-func newSnapshotPlanner(ctx context.Context, tbl *table.Table, name string, prune *pruner, cache *planCache) (*snapshotPlanner, error) {
-	fsys, err := tbl.FS(ctx)
+func newSnapshotPlanner(ctx context.Context, t *icebergTable, opts lake.PlanOptions) (*snapshotPlanner, error) {
+	fsys, err := t.tbl.FS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("open storage of table %s: %w", name, err)
+		return nil, fmt.Errorf("open storage of table %s: %w", opts.Table, err)
 	}
-	return &snapshotPlanner{tbl: tbl, meta: tbl.Metadata(), fs: fsys, name: name,
-		plans: map[int64]map[string]*table.FileScanTask{}, prune: prune, cache: cache}, nil
+	return &snapshotPlanner{t: t, tbl: t.tbl, meta: t.meta, fs: fsys, name: opts.Table,
+		plans: map[int64]map[string]*table.FileScanTask{}, prune: opts.Prune, cache: t.cache, stats: opts.Stats}, nil
 }
 
-// plan decides how a snapshot's changes are computed and which files that
+// count counts a lookup of the cache.
+func (sp *snapshotPlanner) count(hit bool) {
+	if sp.stats != nil {
+		sp.stats.CacheLookup(hit)
+	}
+}
+
+// Plan decides how a snapshot's changes are computed and which files that
 // reads.
-func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, error) {
-	out := SnapshotPlan{Snapshot: s, Files: []FilePlan{}}
+func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, error) {
+	out := lake.Change{Files: []lake.FilePlan{}}
 	switch table.Operation(s.Operation) {
 	case table.OpReplace:
-		out.Strategy = StrategyReplaceSkipped
+		out.Strategy = lake.StrategyReplaceSkipped
 		return out, nil
 	case table.OpAppend, table.OpOverwrite, table.OpDelete:
 	case "":
 		return out, fmt.Errorf("%w: snapshot %d of table %s has no operation in its summary, so its changes "+
-			"cannot be classified", ErrUnsupported, s.ID, sp.name)
+			"cannot be classified", lake.ErrUnsupported, s.ID, sp.name)
 	default:
-		return out, fmt.Errorf("%w: snapshot %d of table %s has the unknown operation %q", ErrUnsupported,
+		return out, fmt.Errorf("%w: snapshot %d of table %s has the unknown operation %q", lake.ErrUnsupported,
 			s.ID, sp.name, s.Operation)
 	}
 	own, err := sp.own(s)
@@ -66,11 +77,15 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 	}
 	if len(own.removedData) == 0 && len(own.addedDeletes) == 0 && len(own.removedDeletes) == 0 {
 		// Only new data files: every row is an insert, streamed as it is read.
-		out.Strategy = StrategyAppend
+		out.Strategy = lake.StrategyAppend
+		var tasks []table.FileScanTask
 		for _, df := range own.addedData {
-			if err := sp.planAppended(&out, df, own.addedSeq[df.FilePath()]); err != nil {
+			if err := sp.planAppended(&out, &tasks, s.ID, df, own.addedSeq[df.FilePath()]); err != nil {
 				return out, err
 			}
+		}
+		if tasks != nil {
+			out.Appended = icebergLive{t: sp.t, tasks: tasks}
 		}
 		return out, ctx.Err()
 	}
@@ -81,7 +96,7 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 	}
 	if s.ParentID != nil && sp.meta.SnapshotByID(*s.ParentID) == nil {
 		return out, fmt.Errorf("%w: snapshot %d of table %s deletes rows, and its parent %d, which holds "+
-			"their before-images, has expired; read from snapshot %d on", ErrResyncRequired, s.ID, sp.name,
+			"their before-images, has expired; read from snapshot %d on", lake.ErrResyncRequired, s.ID, sp.name,
 			*s.ParentID, s.ID)
 	}
 	before, err := sp.live(ctx, s.ParentID)
@@ -95,7 +110,7 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 			return
 		}
 		seen[path] = true
-		fd := icebergDiff{before: before[path], after: after[path]}
+		fd := &icebergDiff{t: sp.t, before: before[path], after: after[path]}
 		switch {
 		case fd.after != nil:
 			fd.file, fd.seq = fd.after.File, fd.after.DataSequenceNumber
@@ -104,12 +119,12 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 		default:
 			return
 		}
-		out.diffs = append(out.diffs, newFileDiff(fd))
-		out.addFile(fd.file, role)
+		out.Diffs = append(out.Diffs, newIcebergDiff(fd))
+		addIcebergFile(&out, fd.file, role)
 	}
 	// Deletes before inserts: files that lose rows first, new files last.
 	for _, df := range own.removedData {
-		add(df.FilePath(), RoleRemoved)
+		add(df.FilePath(), lake.RoleRemoved)
 	}
 	paths := make([]string, 0, len(after))
 	for path := range after {
@@ -118,14 +133,14 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 	slices.Sort(paths)
 	for _, path := range paths {
 		if b, ok := before[path]; ok && deleteSignature(b) != deleteSignature(after[path]) {
-			add(path, RoleDeletes)
+			add(path, lake.RoleDeletes)
 		}
 	}
 	for _, df := range own.addedData {
-		add(df.FilePath(), RoleAdded)
+		add(df.FilePath(), lake.RoleAdded)
 	}
 	for _, df := range own.addedDeletes {
-		out.Files = append(out.Files, FilePlan{Path: df.FilePath(), Content: contentOf(df), Role: RoleDeletes,
+		out.Files = append(out.Files, lake.FilePlan{Path: df.FilePath(), Content: contentOf(df), Role: lake.RoleDeletes,
 			RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
 		out.BytesRead += df.FileSizeBytes()
 	}
@@ -135,32 +150,33 @@ func (sp *snapshotPlanner) plan(ctx context.Context, s Snapshot) (SnapshotPlan, 
 	// delete) plus identical insert of a merge-on-read `UPDATE t SET c = c`.
 	// Rows are inserted by added data files, or brought back by a delete
 	// file the snapshot removed.
-	out.rewrites = len(own.addedData) > 0 || len(own.removedDeletes) > 0
+	out.Rewrites = len(own.addedData) > 0 || len(own.removedDeletes) > 0
 	out.Strategy = strategyOf(own)
 	return out, ctx.Err()
 }
 
 // planAppended plans the read of an appended data file: the row groups the
 // filter's pushdown cannot rule out (the whole file without a filter).
-func (sp *snapshotPlanner) planAppended(out *SnapshotPlan, df iceberg.DataFile, seq *int64) error {
+func (sp *snapshotPlanner) planAppended(out *lake.Change, tasks *[]table.FileScanTask, id int64, df iceberg.DataFile,
+	seq *int64) error {
 	task := table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes(), FirstRowID: df.FirstRowID(),
 		DataSequenceNumber: seq}
 	if sp.prune == nil || df.FileFormat() != iceberg.ParquetFile {
-		out.appendTasks(task)
-		out.addFile(df, RoleAdded)
+		*tasks = append(*tasks, task)
+		addIcebergFile(out, df, lake.RoleAdded)
 		return nil
 	}
-	if !sp.prune.mayMatch(fileStats{df}) {
+	if !sp.prune.MayMatch(fileStats{df}) {
 		out.FilesSkipped++
 		return nil
 	}
 	ft, err := readFooter(sp.fs, df)
 	if err != nil {
-		return readError(sp.name, out.ID, "data file "+df.FilePath(), err)
+		return lake.ReadError(sp.name, id, "data file "+df.FilePath(), err)
 	}
 	var keep []int
 	for rg := range ft.rows {
-		if sp.prune.mayMatch(rowGroupStats{ft: ft, rg: rg}) {
+		if sp.prune.MayMatch(rowGroupStats{ft: ft, rg: rg}) {
 			keep = append(keep, rg)
 		}
 	}
@@ -170,27 +186,22 @@ func (sp *snapshotPlanner) planAppended(out *SnapshotPlan, df iceberg.DataFile, 
 		out.FilesSkipped++
 		return nil
 	}
-	out.addFile(df, RoleAdded)
+	addIcebergFile(out, df, lake.RoleAdded)
 	if len(keep) == len(ft.rows) {
-		out.appendTasks(task)
+		*tasks = append(*tasks, task)
 		return nil
 	}
 	for _, r := range ft.runs(keep) {
 		t := task
 		t.Start, t.Length = r.start, r.length
-		out.appendTasks(t)
+		*tasks = append(*tasks, t)
 	}
 	return nil
 }
 
-// appendTasks adds tasks to the snapshot's appended files.
-func (out *SnapshotPlan) appendTasks(tasks ...table.FileScanTask) {
-	ts, _ := out.appended.(icebergTasks)
-	out.appended = append(ts, tasks...)
-}
-
-func (out *SnapshotPlan) addFile(df iceberg.DataFile, role string) {
-	out.Files = append(out.Files, FilePlan{Path: df.FilePath(), Content: ContentData, Role: role,
+// addIcebergFile shows a data file the change reads.
+func addIcebergFile(out *lake.Change, df iceberg.DataFile, role string) {
+	out.Files = append(out.Files, lake.FilePlan{Path: df.FilePath(), Content: lake.ContentData, Role: role,
 		RecordCount: df.Count(), FileSizeBytes: df.FileSizeBytes()})
 	out.BytesRead += df.FileSizeBytes()
 	out.RecordsRead += df.Count()
@@ -199,44 +210,44 @@ func (out *SnapshotPlan) addFile(df iceberg.DataFile, role string) {
 // strategyOf names the main way a snapshot changes rows.
 func strategyOf(own ownChanges) string {
 	if len(own.removedData) > 0 {
-		return StrategyRewrite
+		return lake.StrategyRewrite
 	}
 	kinds := map[string]bool{}
 	for _, df := range own.addedDeletes {
 		kinds[contentOf(df)] = true
 	}
 	switch {
-	case kinds[ContentEqualityDeletes]:
-		return StrategyEqualityDelete
-	case kinds[ContentDeletionVector]:
-		return StrategyDeletionVector
-	case kinds[ContentPositionDeletes]:
-		return StrategyPositionDelete
+	case kinds[lake.ContentEqualityDeletes]:
+		return lake.StrategyEqualityDelete
+	case kinds[lake.ContentDeletionVector]:
+		return lake.StrategyDeletionVector
+	case kinds[lake.ContentPositionDeletes]:
+		return lake.StrategyPositionDelete
 	default:
-		return StrategyRewrite
+		return lake.StrategyRewrite
 	}
 }
 
 func contentOf(df iceberg.DataFile) string {
 	switch df.ContentType() {
 	case iceberg.EntryContentEqDeletes:
-		return ContentEqualityDeletes
+		return lake.ContentEqualityDeletes
 	case iceberg.EntryContentPosDeletes:
 		if table.IsDeletionVector(df) {
-			return ContentDeletionVector
+			return lake.ContentDeletionVector
 		}
-		return ContentPositionDeletes
+		return lake.ContentPositionDeletes
 	default:
-		return ContentData
+		return lake.ContentData
 	}
 }
 
 // own reads the entries the snapshot itself wrote: the files it added and
 // removed.
-func (sp *snapshotPlanner) own(s Snapshot) (ownChanges, error) {
+func (sp *snapshotPlanner) own(s lake.Commit) (ownChanges, error) {
 	key := snapshotKey(sp.meta, s.ID)
 	own, ok := sp.cache.own.Get(key)
-	sp.cache.count(ok)
+	sp.count(ok)
 	if ok {
 		return own, nil
 	}
@@ -253,12 +264,12 @@ func (sp *snapshotPlanner) own(s Snapshot) (ownChanges, error) {
 	return v.(ownChanges), nil
 }
 
-func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
+func (sp *snapshotPlanner) readOwn(s lake.Commit) (ownChanges, error) {
 	own := ownChanges{addedSeq: map[string]*int64{}}
 	snap := sp.meta.SnapshotByID(s.ID)
 	manifests, err := snap.Manifests(sp.fs)
 	if err != nil {
-		return own, readError(sp.name, s.ID, "manifest list", err)
+		return own, lake.ReadError(sp.name, s.ID, "manifest list", err)
 	}
 	for _, m := range manifests {
 		if m.SnapshotID() != s.ID {
@@ -266,7 +277,7 @@ func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
 		}
 		for entry, err := range m.Entries(sp.fs, false) {
 			if err != nil {
-				return own, readError(sp.name, s.ID, "manifest "+m.FilePath(), err)
+				return own, lake.ReadError(sp.name, s.ID, "manifest "+m.FilePath(), err)
 			}
 			df := entry.DataFile()
 			data := df.ContentType() == iceberg.EntryContentData
@@ -307,7 +318,7 @@ func (sp *snapshotPlanner) readOwn(s Snapshot) (ownChanges, error) {
 // and removed against the counts of its summary, where the writer recorded
 // them: a feed computed from entries that do not add up would be silently
 // wrong.
-func checkSummary(name string, s Snapshot, own ownChanges) error {
+func checkSummary(name string, s lake.Commit, own ownChanges) error {
 	counts := []struct {
 		key  string
 		have int
@@ -325,11 +336,11 @@ func checkSummary(name string, s Snapshot, own ownChanges) error {
 		want, err := strconv.Atoi(v)
 		if err != nil {
 			return fmt.Errorf("%w: snapshot %d of table %s has the summary %s=%q, which is not a count",
-				ErrInconsistentSnapshot, s.ID, name, c.key, v)
+				lake.ErrInconsistentSnapshot, s.ID, name, c.key, v)
 		}
 		if want != c.have {
 			return fmt.Errorf("%w: snapshot %d of table %s: its summary says %s=%d but its manifests hold %d such "+
-				"entries, so its changes cannot be computed exactly", ErrInconsistentSnapshot, s.ID, name, c.key, want, c.have)
+				"entries, so its changes cannot be computed exactly", lake.ErrInconsistentSnapshot, s.ID, name, c.key, want, c.have)
 		}
 	}
 	return nil
@@ -347,7 +358,7 @@ func (sp *snapshotPlanner) live(ctx context.Context, id *int64) (map[string]*tab
 	}
 	key := snapshotKey(sp.meta, *id)
 	plan, ok := sp.cache.live.Get(key)
-	sp.cache.count(ok)
+	sp.count(ok)
 	if !ok {
 		// Detached: one caller giving up must not fail the others.
 		v, err, _ := sp.cache.flight.Do("live/"+key, func() (any, error) {
@@ -369,7 +380,7 @@ func (sp *snapshotPlanner) planLive(ctx context.Context, id int64, key string) (
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
-		return nil, readError(sp.name, id, "manifests", err)
+		return nil, lake.ReadError(sp.name, id, "manifests", err)
 	}
 	plan := make(map[string]*table.FileScanTask, len(tasks))
 	for i := range tasks {
