@@ -422,7 +422,6 @@ load:
 # Every fuzzer, as package:name. checkfuzz (run by checkfmt) fails when a
 # fuzzer of the code is missing here.
 FUZZERS := \
-	./feed/:FuzzParseFilter \
 	./filter/:FuzzParse \
 	./format/delta/:FuzzParseCommit \
 	./format/delta/:FuzzDecodeZ85 \
