@@ -90,7 +90,7 @@ MODULE := github.com/sluicefeed/sluice
 # and watchers, the storage layer), a new package included, and left out
 # of these, which start none (decoders, table writers for tests, test
 # helpers): NORACE_PKGS.
-NORACE_PKGS := $(addprefix $(MODULE)/,format/delta internal/testkit/histgen internal/lib/tablewrite internal/testkit/deltafx \
+NORACE_PKGS := $(addprefix $(MODULE)/,format/delta format/paimon internal/testkit/histgen internal/lib/tablewrite internal/testkit/deltafx \
 	internal/app/demo internal/testkit/docmd internal/testkit/faultio internal/lib/version internal/lib/suggest internal/testkit/pgtest \
 	cmd/flightd cmd/sluice cmd/sluice-bench gen/sluice/v1)
 # In feed, the oracles and the metamorphic tests replay the same engine
@@ -423,11 +423,19 @@ load:
 # fuzzer of the code is missing here.
 FUZZERS := \
 	./feed/:FuzzParseFilter \
+	./filter/:FuzzParse \
 	./format/delta/:FuzzParseCommit \
 	./format/delta/:FuzzDecodeZ85 \
 	./format/delta/:FuzzDecodeBitmapArray \
 	./format/delta/:FuzzParseSchema \
 	./format/delta/:FuzzPartitionValue \
+	./format/paimon/:FuzzDecodeManifest \
+	./format/paimon/:FuzzDecodeManifestList \
+	./format/paimon/:FuzzDecodeIndexManifest \
+	./format/paimon/:FuzzParseSnapshot \
+	./format/paimon/:FuzzParsePaimonSchema \
+	./format/paimon/:FuzzDecodeBinaryRow \
+	./format/paimon/:FuzzDecodeDeletionVector \
 	./internal/lib/pqread/:FuzzRead \
 	./server/:FuzzDecodeRequest \
 	./server/:FuzzDecodeBody \
@@ -540,3 +548,4 @@ clean:
 
 # The Spark backend's test servers and test-spark (spark/, not part of test yet).
 include mk/spark.mk
+include mk/paimon.mk

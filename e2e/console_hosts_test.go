@@ -1,37 +1,13 @@
 package e2e
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
-)
 
-// consoleGet sends a GET of base+path with the headers given ("Host" sets
-// the request's host, as curl -H "Host: ..." does) and returns its status
-// and body.
-func consoleGet(t *testing.T, base, path string, headers map[string]string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
+	"github.com/sluicefeed/sluice/internal/testkit/httpget"
+)
 
 // TestConsoleRebinding is the DNS rebinding of a page the user visits: a
 // flightd --demo with its console on loopback and authentication off
@@ -45,17 +21,17 @@ func TestConsoleRebinding(t *testing.T) {
 	_, port, _ := net.SplitHostPort(addr)
 	base := "http://" + addr
 	const rows = "/api/changes?table=demo.orders"
-	status, body := consoleGet(t, base, rows, map[string]string{"Host": "rebind.attacker.example:" + port})
+	status, body := httpget.Get(t, base+rows, map[string]string{"Host": "rebind.attacker.example:" + port})
 	if status != http.StatusMisdirectedRequest || strings.Contains(body, "order_id") ||
 		!strings.Contains(body, "http.allowed_hosts") {
 		t.Fatalf("a rebound Host: %d %.200q; want 421 naming http.allowed_hosts, and no rows", status, body)
 	}
-	status, body = consoleGet(t, base, rows, map[string]string{"Origin": "http://rebind.attacker.example:" + port})
+	status, body = httpget.Get(t, base+rows, map[string]string{"Origin": "http://rebind.attacker.example:" + port})
 	if status != http.StatusForbidden || strings.Contains(body, "order_id") {
 		t.Fatalf("a foreign Origin: %d %.200q; want 403 and no rows", status, body)
 	}
 	for _, host := range []string{addr, "localhost:" + port} {
-		if status, body := consoleGet(t, base, rows, map[string]string{"Host": host}); status != http.StatusOK ||
+		if status, body := httpget.Get(t, base+rows, map[string]string{"Host": host}); status != http.StatusOK ||
 			!strings.Contains(body, "order_id") {
 			t.Fatalf("Host %s: %d %.200q; want 200 with the rows", host, status, body)
 		}
@@ -69,7 +45,7 @@ func TestConsoleRebinding(t *testing.T) {
 		"--http-allowed-hosts", "sluice.example.com", "--log-level", "info")
 	addr = consoleAddr(t, named)
 	_, port, _ = net.SplitHostPort(addr)
-	if status, body := consoleGet(t, "http://"+addr, rows, map[string]string{"Host": "sluice.example.com:" + port}); status != http.StatusOK {
+	if status, body := httpget.Get(t, "http://"+addr+rows, map[string]string{"Host": "sluice.example.com:" + port}); status != http.StatusOK {
 		t.Fatalf("a name of --http-allowed-hosts: %d %.200q; want 200", status, body)
 	}
 }

@@ -41,6 +41,9 @@ func Parse(text string, schema *lake.Schema) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if schema == nil {
+		return nil, fmt.Errorf("%w: no schema to bind the filter to", ErrInvalidFilter)
+	}
 	b := binder{schema: schema}
 	expr, err := b.bind(node)
 	if err != nil {

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/sluicefeed/sluice/filter"
 )
 
 // The SQL that the Flight SQL endpoint accepts is one statement:
@@ -96,102 +98,41 @@ func sqlErrorf(src string, off int, format string, args ...any) error {
 	return badRequestf("SQL at position %d: %s. %s", pos, fmt.Sprintf(format, args...), sqlSupported)
 }
 
-// lexSQL splits a query into tokens.
+// lexSQL splits a query into tokens, with the filter language's lexer in
+// its SQL mode (so that the WHERE clause is lexed as the filter is).
+// Operators and punctuation are sqlPunct tokens spelled as written.
 func lexSQL(src string) ([]sqlTok, error) {
+	lx := filter.NewSQLLexer(src)
 	var toks []sqlTok
-	off := 0
 	for {
-		for off < len(src) {
-			r, size := utf8.DecodeRuneInString(src[off:])
-			if !unicode.IsSpace(r) {
-				break
+		t, err := lx.Next()
+		if err != nil {
+			var se *filter.SyntaxError
+			if errors.As(err, &se) {
+				return nil, sqlErrorf(src, se.Off, "%s", se.Msg)
 			}
-			off += size
+			return nil, badRequestf("SQL: %v. %s", err, sqlSupported)
 		}
-		if off >= len(src) {
-			return append(toks, sqlTok{kind: sqlEOF, off: off, end: off}), nil
-		}
-		if strings.HasPrefix(src[off:], "--") {
-			nl := strings.IndexByte(src[off:], '\n')
-			if nl < 0 {
-				off = len(src)
-			} else {
-				off += nl + 1
-			}
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(src[off:])
-		start := off
-		switch {
-		case r == utf8.RuneError && size == 1:
-			return nil, sqlErrorf(src, off, "invalid UTF-8")
-		case r == '\'' || r == '"' || r == '`':
-			end, text, err := sqlQuoted(src, off, r)
-			if err != nil {
-				return nil, err
-			}
-			kind := sqlQuotedIdent
-			if r == '\'' {
-				kind = sqlString
-			} else if text == "" {
-				return nil, sqlErrorf(src, off, "empty quoted identifier")
-			}
-			toks = append(toks, sqlTok{kind: kind, text: text, off: start, end: end})
-			off = end
-		case r == '-' || r == '+' || (r >= '0' && r <= '9'):
-			off += size
-			for off < len(src) && ((src[off] >= '0' && src[off] <= '9') || src[off] == '.' ||
-				src[off] == 'e' || src[off] == 'E' || src[off] == '_' || unicode.IsLetter(rune(src[off]))) {
-				off++
-			}
-			toks = append(toks, sqlTok{kind: sqlNumber, text: src[start:off], off: start, end: off})
-		case r == '_' || unicode.IsLetter(r):
-			off += size
-			for off < len(src) {
-				r2, s2 := utf8.DecodeRuneInString(src[off:])
-				if r2 != '_' && r2 != '.' && !unicode.IsLetter(r2) && !unicode.IsDigit(r2) {
-					break
-				}
-				off += s2
-			}
-			toks = append(toks, sqlTok{kind: sqlIdent, text: src[start:off], off: start, end: off})
-		case strings.HasPrefix(src[off:], "=>"), strings.HasPrefix(src[off:], "<="), strings.HasPrefix(src[off:], ">="),
-			strings.HasPrefix(src[off:], "!="), strings.HasPrefix(src[off:], "<>"), strings.HasPrefix(src[off:], "=="):
-			off += 2
-			toks = append(toks, sqlTok{kind: sqlPunct, text: src[start:off], off: start, end: off})
+		tok := sqlTok{text: t.Text, off: t.Off, end: t.End}
+		switch t.Kind {
+		case filter.TokenEOF:
+			tok.kind = sqlEOF
+		case filter.TokenIdent:
+			tok.kind = sqlIdent
+		case filter.TokenQuotedIdent:
+			tok.kind = sqlQuotedIdent
+		case filter.TokenString:
+			tok.kind = sqlString
+		case filter.TokenNumber:
+			tok.kind = sqlNumber
 		default:
-			off += size
-			toks = append(toks, sqlTok{kind: sqlPunct, text: string(r), off: start, end: off})
+			tok.kind, tok.text = sqlPunct, src[t.Off:t.End]
+		}
+		toks = append(toks, tok)
+		if t.Kind == filter.TokenEOF {
+			return toks, nil
 		}
 	}
-}
-
-// sqlQuoted reads a quoted token at off; the quote written twice stands
-// for itself.
-func sqlQuoted(src string, off int, q rune) (end int, text string, err error) {
-	var sb strings.Builder
-	i := off + 1
-	for i < len(src) {
-		r, size := utf8.DecodeRuneInString(src[i:])
-		if r == utf8.RuneError && size == 1 {
-			return 0, "", sqlErrorf(src, i, "invalid UTF-8")
-		}
-		i += size
-		if r == q {
-			if i < len(src) && rune(src[i]) == q {
-				sb.WriteRune(q)
-				i++
-				continue
-			}
-			return i, sb.String(), nil
-		}
-		sb.WriteRune(r)
-	}
-	what := "quoted identifier"
-	if q == '\'' {
-		what = "string"
-	}
-	return 0, "", sqlErrorf(src, off, "unterminated %s", what)
 }
 
 type sqlParser struct {

@@ -26,9 +26,22 @@ import (
 // The machine outputs (jsonl, csv, parquet, arrow, -o json) carry values
 // exactly, as their formats encode them.
 
-// isControl reports a control character: C0 (below U+0020), DEL and C1
-// (U+0080 to U+009F, which some terminals take as ESC sequences).
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+// isControl reports a control character: C0 (below U+0020), DEL, C1
+// (U+0080 to U+009F, which some terminals take as ESC sequences), and the
+// Unicode bidirectional controls, which reorder what follows them on the
+// line ("Trojan Source", CVE-2021-42574): a value could make the row or
+// the message after it read other than it is.
+func isControl(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidiControl(r)
+}
+
+// isBidiControl reports the bidirectional formatting characters: the
+// Arabic letter mark, the left-to-right and right-to-left marks, the
+// embeddings, overrides and their pop (U+202A to U+202E) and the
+// isolates (U+2066 to U+2069).
+func isBidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
 
 // unsafeText reports whether s holds a control character other than the
 // allowed one (a line feed in messages; -1 for none), or bytes that are

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,8 +20,11 @@ import (
 const evil = "\x1b]0;pwned\x07\x1b[2J"
 
 // evilValues hold each kind of control character: C0 (ESC, BEL, CR, a
-// tab), DEL, and C1 (U+009B is CSI on terminals that take C1 codes).
-var evilValues = []string{evil, "bell\x07", "cr\rover", "tab\there", "del\x7f", "csi\u009b2J", "nel\u0085"}
+// tab), DEL, C1 (U+009B is CSI on terminals that take C1 codes), and the
+// bidirectional controls that reorder the rest of a line (an override
+// U+202E, an isolate U+2066, a mark U+200F).
+var evilValues = []string{evil, "bell\x07", "cr\rover", "tab\there", "del\x7f", "csi\u009b2J", "nel\u0085",
+	"amount \u202e0001\u202c", "isolate\u2066x\u2069", "mark\u200f"}
 
 // checkTerminalSafe fails unless s holds no control character but line
 // feeds, once the painter's own SGR colors are taken out, and is valid
@@ -39,8 +43,12 @@ func checkTerminalSafe(t *testing.T, what, s string) {
 	}
 }
 
-// controlRune is the test's own idea of a control character: C0, DEL, C1.
-func controlRune(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+// controlRune is the test's own idea of a control character: C0, DEL, C1,
+// and Unicode's bidirectional controls (category Cf with a Bidi_Control
+// property: unicode.Bidi_Control).
+func controlRune(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.Is(unicode.Bidi_Control, r)
+}
 
 // evilRecord is a renderable batch whose values, column name and op are
 // each of evilValues.

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -10,37 +9,16 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluicefeed/sluice/internal/app/console"
+	"github.com/sluicefeed/sluice/internal/testkit/httpget"
 )
 
 // send sends a GET of path with the headers given (Host sets the request's
 // host), and returns its status and body.
 func (f *fixture) send(t *testing.T, path string, headers map[string]string) (int, string) {
 	t.Helper()
-	// A bound on the request: a live stream that was let through never
-	// ends by itself.
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return httpget.Get(t, f.url+path, headers)
 }
 
 // TestDNSRebinding: with authentication off, a request whose Host is a

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicefeed/sluice/internal/app/demo"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/internal/testkit/docmd"
+	"github.com/sluicefeed/sluice/internal/testkit/httpget"
 	"github.com/sluicefeed/sluice/server"
 )
 
@@ -60,30 +61,6 @@ func runHTTP(t *testing.T, args ...string) string {
 	}
 }
 
-// get sends a GET of url with the headers given ("Host" sets the
-// request's host) and returns its status and body.
-func get(t *testing.T, url string, headers map[string]string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
 // tokenFlags writes a tokens file granting ops every table and returns the
 // flags of mode token with it, and ops's token.
 func tokenFlags(t *testing.T) ([]string, string) {
@@ -108,21 +85,21 @@ func TestSharedAddressPprof(t *testing.T) {
 	url := runHTTP(t, append(flags, "--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--pprof")...)
 	for _, path := range []string{"debug/pprof/cmdline", "debug/pprof/", "debug/pprof/goroutine?debug=1",
 		"debug/pprof/heap", "debug/pprof/symbol", "debug/pprof/trace?seconds=1", "debug/pprof/profile?seconds=1"} {
-		status, body := get(t, url+path, nil)
+		status, body := httpget.Get(t, url+path, nil)
 		if status != http.StatusUnauthorized || strings.Contains(body, "--auth-tokens-file") {
 			t.Errorf("GET /%s without credentials: %d %.100q; want 401", path, status, body)
 		}
 	}
-	status, body := get(t, url+"debug/pprof/cmdline", map[string]string{"Authorization": "Bearer " + tok})
+	status, body := httpget.Get(t, url+"debug/pprof/cmdline", map[string]string{"Authorization": "Bearer " + tok})
 	if status != http.StatusOK || body == "" {
 		t.Errorf("GET /debug/pprof/cmdline with a token: %d %.100q; want 200 and the command line", status, body)
 	}
-	status, body = get(t, url+"debug/pprof/", map[string]string{"Authorization": "Bearer " + tok})
+	status, body = httpget.Get(t, url+"debug/pprof/", map[string]string{"Authorization": "Bearer " + tok})
 	if status != http.StatusOK || !strings.Contains(body, "goroutine") {
 		t.Errorf("GET /debug/pprof/ with a token: %d %.100q; want 200 and the index", status, body)
 	}
 	for path, want := range map[string]string{"metrics": "sluice_", "healthz": "ok"} {
-		if status, body := get(t, url+path, nil); status != http.StatusOK || !strings.Contains(body, want) {
+		if status, body := httpget.Get(t, url+path, nil); status != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("GET /%s without credentials: %d %.100q; want 200 with %q", path, status, body, want)
 		}
 	}
@@ -135,11 +112,11 @@ func TestHTTPHostGuard(t *testing.T) {
 	url := runHTTP(t, "--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--pprof")
 	port := url[strings.LastIndex(url, ":")+1 : len(url)-1]
 	for _, path := range []string{"metrics", "healthz", "debug/pprof/cmdline", "api/tables", ""} {
-		status, body := get(t, url+path, map[string]string{"Host": "rebind.attacker.example:" + port})
+		status, body := httpget.Get(t, url+path, map[string]string{"Host": "rebind.attacker.example:" + port})
 		if status != http.StatusMisdirectedRequest || !strings.Contains(body, "http.allowed_hosts") {
 			t.Errorf("GET /%s with a foreign Host: %d %.100q; want 421 naming http.allowed_hosts", path, status, body)
 		}
-		if status, body := get(t, url+path, map[string]string{"Host": "localhost:" + port}); status != http.StatusOK {
+		if status, body := httpget.Get(t, url+path, map[string]string{"Host": "localhost:" + port}); status != http.StatusOK {
 			t.Errorf("GET /%s with Host localhost: %d %.100q; want 200", path, status, body)
 		}
 	}
@@ -208,7 +185,7 @@ func TestSecurityDocSharedAddress(t *testing.T) {
 	for _, pattern := range sites.sites[0].patterns {
 		var open, closed []string
 		for _, path := range append([]string{pattern}, under[pattern]...) {
-			switch status, body := get(t, url+path, nil); status {
+			switch status, body := httpget.Get(t, url+path, nil); status {
 			case http.StatusUnauthorized:
 				closed = append(closed, path)
 			case http.StatusOK:

@@ -20,12 +20,12 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/sluicefeed/sluice/auth"
+	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
-	"github.com/sluicefeed/sluice/format/delta"
-	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/internal/app/demo"
 	_ "github.com/sluicefeed/sluice/internal/lib/storage" // object-store file IO (s3, gs, abfs)
 	"github.com/sluicefeed/sluice/progress"
+	"github.com/sluicefeed/sluice/registry"
 	"github.com/sluicefeed/sluice/server"
 )
 
@@ -76,19 +76,23 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 
-	tables := &suggestingTables{Catalog: cat, authz: authz, sources: map[string]*delta.Source{},
-		checked: map[string]time.Time{}, plans: icebergformat.NewCache()}
+	var delta *catalog.DeltaTables
 	if cfg.Delta.Enabled() {
-		if tables.delta, err = newDeltaTables(ctx, cfg); err != nil {
-			return err
-		}
-		if err := tables.checkDelta(ctx, log); err != nil {
+		if delta, err = newDeltaTables(ctx, cfg); err != nil {
 			return err
 		}
 	}
+	var notify *registry.FileNotifier
 	if cfg.Follow.WatchFiles {
-		tables.notify = newFileNotifier(cfg, cat, tables.delta, log)
-		defer tables.notify.Close()
+		notify = registry.NewFileNotifier(cfg.Catalog, cfg.Delta, cat, delta, log)
+		defer notify.Close()
+	}
+	tables := registry.New(cat, registry.Options{Authorizer: authz, Delta: delta, Notify: notify})
+	if err := tables.CheckDelta(ctx, log); err != nil {
+		if errors.Is(err, registry.ErrConfig) {
+			return configError{err}
+		}
+		return err
 	}
 	engine := feed.New(tables, feed.Options{
 		ReadConcurrency: cfg.Engine.ReadConcurrency,

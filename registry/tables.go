@@ -1,0 +1,240 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicefeed/sluice/auth"
+	"github.com/sluicefeed/sluice/catalog"
+	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/format/delta"
+	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
+	"github.com/sluicefeed/sluice/internal/lib/storage"
+)
+
+// Options are the parts of a Tables beside its Iceberg catalog.
+type Options struct {
+	// Authorizer filters the tables suggested for a name that is not
+	// found to those the caller may read (nil: nothing is suggested).
+	Authorizer *auth.Authorizer
+	// Delta serves the Delta tables (nil: none).
+	Delta *catalog.DeltaTables
+	// Notify tells of the commits to followed tables from file
+	// notifications (nil: none, polling alone finds them).
+	Notify *FileNotifier
+}
+
+// New returns the tables of cat and of opts.Delta.
+func New(cat *catalog.Catalog, opts Options) *Tables {
+	return &Tables{Catalog: cat, authz: opts.Authorizer, delta: opts.Delta, notify: opts.Notify,
+		sources: map[string]*delta.Source{}, checked: map[string]time.Time{}, plans: icebergformat.NewCache()}
+}
+
+// Tables is the catalog as the engine reads it: the error of a
+// table that is not found names up to catalog.MaxSuggestions nearest
+// tables that the caller may read. The caller is the principal in the
+// call's context (the server's interceptors put it there); without one,
+// nothing is suggested.
+type Tables struct {
+	*catalog.Catalog
+	authz *auth.Authorizer
+	// delta serves the Delta tables (nil: none), each through its one
+	// long-lived source.
+	delta *catalog.DeltaTables
+	mu    sync.Mutex // guards sources and checked
+	// sources are the Delta tables' sources, by name.
+	sources map[string]*delta.Source
+	// checked is when each Delta table's name was last found free in the
+	// Iceberg catalog.
+	checked map[string]time.Time
+	// notify tells of the commits to followed tables from file
+	// notifications (nil: --watch-files=false).
+	notify *FileNotifier
+	// plans keeps what planning read of the Iceberg tables' snapshots.
+	plans *icebergformat.Cache
+}
+
+// nameCheckInterval is how often a Delta table's name is looked up in the
+// Iceberg catalog: a table created there under the same name stops both
+// from being served within this time.
+const nameCheckInterval = 10 * time.Second
+
+// Load loads a table of either format.
+func (s *Tables) Load(ctx context.Context, name string) (feed.Table, error) {
+	if s.delta != nil && s.delta.Has(name) {
+		if err := s.checkName(ctx, name); err != nil {
+			return nil, err
+		}
+		src, err := s.deltaSource(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return src.Load(ctx)
+	}
+	tbl, err := s.LoadTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return icebergformat.NewTable(tbl, s.plans), nil
+}
+
+// checkName refuses a Delta table whose name the Iceberg catalog also
+// serves (created there, or the Delta folder created, after start): which
+// one a client meant cannot be known.
+func (s *Tables) checkName(ctx context.Context, name string) error {
+	s.mu.Lock()
+	last, ok := s.checked[name]
+	s.mu.Unlock()
+	if ok && time.Since(last) < nameCheckInterval {
+		return nil
+	}
+	if _, err := s.Catalog.LoadTable(ctx, name); err == nil {
+		loc, _ := s.delta.Locate(name)
+		dir := ""
+		if loc != nil {
+			dir = " (folder " + loc.Dir + ")"
+		}
+		return fmt.Errorf("%w: %s is both a Delta table%s and a table of the Iceberg catalog, so neither is "+
+			"served: rename one, or name the Delta table otherwise in delta.tables", catalog.ErrAmbiguous, name, dir)
+	} else if !errors.Is(err, catalog.ErrTableNotFound) {
+		// The catalog cannot say: serve the Delta table, and ask again
+		// next time.
+		return nil
+	}
+	s.mu.Lock()
+	s.checked[name] = time.Now()
+	s.mu.Unlock()
+	return nil
+}
+
+// deltaSource returns the source of the Delta table name.
+func (s *Tables) deltaSource(ctx context.Context, name string) (*delta.Source, error) {
+	s.mu.Lock()
+	src, ok := s.sources[name]
+	s.mu.Unlock()
+	if ok {
+		return src, nil
+	}
+	loc, err := s.delta.Locate(name)
+	if err != nil {
+		return nil, err
+	}
+	src, err = delta.NewSource(ctx, loc.FS, name, delta.WithRoot(loc.Root))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.sources[name]; ok {
+		return prev, nil
+	}
+	s.sources[name] = src
+	return src, nil
+}
+
+// ListTables lists the tables of both formats, sorted.
+func (s *Tables) ListTables(ctx context.Context) ([]string, error) {
+	names, err := s.Catalog.ListTables(ctx)
+	if err != nil || s.delta == nil {
+		return names, err
+	}
+	more, err := s.delta.ListTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A name both serve is listed once; loading it says why it is not
+	// served.
+	names = append(names, more...)
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// CheckDelta checks the Delta tables at start: their locations on object
+// storage (catalog.DeltaTables.Check: a bucket that does not exist, refused
+// credentials, a missing region, a root or table with nothing there), then
+// refuses Delta tables whose names the catalog also serves: one of them
+// would be hidden. Storage that cannot be reached may come back: it is
+// logged, and the checks that need it are left to each read.
+func (s *Tables) CheckDelta(ctx context.Context, log *slog.Logger) error {
+	if s.delta == nil {
+		return nil
+	}
+	if err := s.delta.Check(ctx); err != nil {
+		if errors.Is(err, storage.ErrUnavailable) || errors.Is(err, catalog.ErrUnavailable) {
+			log.Warn("the storage of the Delta tables cannot be reached; their reads fail until it can",
+				"error", err)
+			return nil
+		}
+		return configError{err}
+	}
+	ice, err := s.Catalog.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	sv, err := s.delta.Survey(ctx)
+	if err != nil {
+		return err
+	}
+	logSurvey(log, sv)
+	for _, n := range slices.Concat(sv.Tables, sv.Named) {
+		if _, found := slices.BinarySearch(ice, n); found {
+			return fmt.Errorf("%w: %s is both a Delta table and a table of the Iceberg catalog: rename one, or "+
+				"name the Delta table otherwise in delta.tables", ErrConfig, n)
+		}
+	}
+	return nil
+}
+
+// logSurvey logs what the Delta root holds at start: how many tables, the
+// root that is itself a table's folder, the sub-folders that links lead
+// out of (not served).
+func logSurvey(log *slog.Logger, sv catalog.Survey) {
+	switch {
+	case sv.RootTable != "":
+		log.Info("the Delta root is a table's own folder (it holds _delta_log): serving it as "+sv.RootTable+
+			"; to serve every table of a folder, give --delta-root the folder that holds the tables' folders",
+			"root", sv.Root, "table", sv.RootTable)
+	case sv.Root != "" && len(sv.Tables) == 0:
+		log.Info("the Delta root holds no table yet (no sub-folder holds a _delta_log folder); tables created "+
+			"under it are served as they appear", "root", sv.Root, "tables", 0)
+	case sv.Root != "":
+		log.Info("serving the Delta tables of a root", "root", sv.Root, "tables", len(sv.Tables))
+	}
+	if len(sv.Named) > 0 {
+		log.Info("serving the Delta tables of delta.tables", "tables", len(sv.Named))
+	}
+	for _, sk := range sv.Skipped {
+		log.Warn("not serving "+sk.Name+": its folder is a symbolic link out of the Delta root (set "+
+			catalog.FollowSymlinksSetting+": true to serve it)", "table", sk.Name, "reason", sk.Reason)
+	}
+}
+
+// LoadTable loads the table for reading (its files in a local warehouse
+// confined to it: catalog.Confine), and suggests others, of both formats,
+// when it is not found.
+func (s *Tables) LoadTable(ctx context.Context, name string) (*table.Table, error) {
+	tbl, err := s.Catalog.LoadTable(ctx, name)
+	if err == nil {
+		return s.Confine(tbl), nil
+	}
+	if !errors.Is(err, catalog.ErrTableNotFound) {
+		return tbl, err
+	}
+	p, ok := auth.FromContext(ctx)
+	if !ok || s.authz == nil {
+		return nil, err
+	}
+	names, serr := s.ListTables(ctx)
+	if serr != nil {
+		return nil, err // the suggestion is a courtesy: the error stays the NotFound
+	}
+	names = slices.DeleteFunc(names, func(t string) bool { return !s.authz.CanRead(p, t) })
+	return nil, catalog.DidYouMean(err, catalog.Nearest(name, names, catalog.MaxSuggestions))
+}
