@@ -9,15 +9,12 @@ package feed_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"sort"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
@@ -47,35 +44,13 @@ func (t paimonTables) ListTables(context.Context) ([]string, error) {
 	return out, nil
 }
 
-// paimonState is a multiset of canonical rows.
-type paimonState map[string]int
-
-// paimonLoadState reads the writer's state at snapshot id, its rows
-// projected onto the columns cols (a column added since is null; nil: as
-// they are).
-func paimonLoadState(t *testing.T, f paimonfx.Fixture, id int64, cols []string) paimonState {
+// paimonLoadState reads the writer's state at snapshot id, projected onto
+// cols (nil: as it is).
+func paimonLoadState(t *testing.T, f paimonfx.Fixture, id int64, cols []string) paimonfx.State {
 	t.Helper()
-	lines, err := paimonfx.ReadLines(f.StatePath(id))
+	st, err := f.LoadState(id, cols)
 	if err != nil {
 		t.Fatal(err)
-	}
-	st := paimonState{}
-	for _, l := range lines {
-		if cols != nil {
-			var row map[string]any
-			if err := json.Unmarshal([]byte(l), &row); err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range cols {
-				if _, ok := row[c]; !ok {
-					row[c] = nil
-				}
-			}
-			if l, err = paimonfx.Line(row); err != nil {
-				t.Fatal(err)
-			}
-		}
-		st[l]++
 	}
 	return st
 }
@@ -99,87 +74,8 @@ func paimonColumns(t *testing.T, src *paimon.Source, id int64) []string {
 	return out
 }
 
-func (s paimonState) clone() paimonState {
-	out := make(paimonState, len(s))
-	for k, v := range s {
-		out[k] = v
-	}
-	return out
-}
-
-// diff describes how s differs from want (empty when equal).
-func (s paimonState) diff(want paimonState) string {
-	var got, exp []string
-	for k, n := range s {
-		for range n {
-			got = append(got, k)
-		}
-	}
-	for k, n := range want {
-		for range n {
-			exp = append(exp, k)
-		}
-	}
-	sort.Strings(got)
-	sort.Strings(exp)
-	return paimonfx.Diff(got, exp)
-}
-
-// paimonImage is the canonical line of an image (a struct column's row),
-// "" for none.
-func paimonImage(a arrow.Array, i int) (string, error) {
-	img := a.(*array.Struct)
-	if img.IsNull(i) {
-		return "", nil
-	}
-	v, err := paimonfx.Value(img, i)
-	if err != nil {
-		return "", err
-	}
-	return paimonfx.Line(v.(map[string]any))
-}
-
-// paimonImageColumns are the columns of the images of change rows of
-// schema s.
-func paimonImageColumns(s *arrow.Schema) []string {
-	var out []string
-	for _, f := range s.Field(1).Type.(*arrow.StructType).Fields() {
-		out = append(out, f.Name)
-	}
-	return out
-}
-
-// apply applies a batch of change rows (the renderable layout) to s.
-func (s paimonState) apply(rec arrow.RecordBatch) error {
-	ops := rec.Column(0).(*array.String)
-	for i := range int(rec.NumRows()) {
-		before, err := paimonImage(rec.Column(1), i)
-		if err != nil {
-			return err
-		}
-		after, err := paimonImage(rec.Column(2), i)
-		if err != nil {
-			return err
-		}
-		switch ops.Value(i) {
-		case feed.OpInsert, feed.OpUpdateAfter:
-			s[after]++
-		case feed.OpDelete, feed.OpUpdateBefore:
-			if s[before] == 0 {
-				return fmt.Errorf("%s of a row not in the state: %s", ops.Value(i), before)
-			}
-			if s[before]--; s[before] == 0 {
-				delete(s, before)
-			}
-		default:
-			return fmt.Errorf("unexpected op %q", ops.Value(i))
-		}
-	}
-	return nil
-}
-
 // paimonApply plans and reads req and applies its changes to s.
-func paimonApply(ctx context.Context, eng *feed.Engine, req feed.Request, s paimonState) error {
+func paimonApply(ctx context.Context, eng *feed.Engine, req feed.Request, s paimonfx.State) error {
 	p, err := eng.Plan(ctx, req)
 	if err != nil {
 		return err
@@ -188,7 +84,7 @@ func paimonApply(ctx context.Context, eng *feed.Engine, req feed.Request, s paim
 		if err != nil {
 			return err
 		}
-		err = s.apply(b.Record)
+		err = s.Apply(b.Record)
 		b.Record.Release()
 		if err != nil {
 			return err
@@ -228,7 +124,7 @@ func TestPaimonOracle(t *testing.T) {
 					t.Errorf("window (%d, %d]: %v", from, to, err)
 					return
 				}
-				if d := st.diff(paimonLoadState(t, f, to, nil)); d != "" {
+				if d := st.Diff(paimonLoadState(t, f, to, nil)); d != "" {
 					t.Errorf("window (%d, %d]: the feed applied to the state at %d is not %s's state at %d:\n%s",
 						from, to, from, f.Meta.Writer, to, d)
 				}
@@ -245,15 +141,15 @@ func TestPaimonOracle(t *testing.T) {
 			// From the start of the history: the first snapshot's changes
 			// are its whole state.
 			if present[0] == 1 {
-				st, last := paimonState{}, present[len(present)-1]
+				st, last := paimonfx.State{}, present[len(present)-1]
 				if err := paimonApply(ctx, eng, feed.Request{Table: name, ToSnapshot: &last}, st); err != nil {
 					t.Errorf("window (start, %d]: %v", last, err)
-				} else if d := st.diff(paimonLoadState(t, f, last, nil)); d != "" {
+				} else if d := st.Diff(paimonLoadState(t, f, last, nil)); d != "" {
 					t.Errorf("window (start, %d]:\n%s", last, d)
 				}
 			} else {
 				last := present[len(present)-1]
-				err := paimonApply(ctx, eng, feed.Request{Table: name, ToSnapshot: &last}, paimonState{})
+				err := paimonApply(ctx, eng, feed.Request{Table: name, ToSnapshot: &last}, paimonfx.State{})
 				if !errors.Is(err, feed.ErrResyncRequired) {
 					t.Errorf("the whole history of a table whose first snapshots expired: got %v, want ErrResyncRequired", err)
 				}
@@ -295,7 +191,7 @@ func TestPaimonStreamOracle(t *testing.T) {
 			// snapshot it completed, on the state the consumer holds.
 			req := feed.StreamRequest{Request: feed.Request{Table: name, FromSnapshot: &first},
 				Start: feed.StartFromSnapshotFull}
-			st := paimonState{}
+			st := paimonfx.State{}
 			checked, streams := 0, 0
 			for {
 				streams++
@@ -309,14 +205,14 @@ func TestPaimonStreamOracle(t *testing.T) {
 					if ev.Kind != feed.StreamState && ev.Kind != feed.StreamChanges {
 						continue
 					}
-					err := st.apply(ev.Batch.Record)
+					err := st.Apply(ev.Batch.Record)
 					ev.Batch.Record.Release()
 					if err != nil {
 						t.Fatalf("snapshot %d: %v", ev.Batch.Snapshot.ID, err)
 					}
 					if ev.Batch.SnapshotComplete {
-						cols := paimonImageColumns(ev.Batch.Record.Schema())
-						if d := st.diff(paimonLoadState(t, f, ev.Batch.Snapshot.ID, cols)); d != "" {
+						cols := paimonfx.ImageColumns(ev.Batch.Record.Schema())
+						if d := st.Diff(paimonLoadState(t, f, ev.Batch.Snapshot.ID, cols)); d != "" {
 							t.Errorf("stream at snapshot %d:\n%s", ev.Batch.Snapshot.ID, d)
 						}
 						cursor = ev.Batch.Snapshot.ID
