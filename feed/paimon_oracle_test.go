@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -20,6 +21,7 @@ import (
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/paimon"
 	"github.com/sluicefeed/sluice/internal/testkit/paimonfx"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 const paimonFixtureRoot = "../testdata/paimon"
@@ -234,5 +236,125 @@ func TestPaimonStreamOracle(t *testing.T) {
 			}
 			t.Logf("%d snapshots checked", checked)
 		})
+	}
+}
+
+// TestPaimonExplain checks the strategy each snapshot of the fixture
+// tables is planned with: an append table's appends read their added
+// files, its overwrites diff the files removed and added, compactions read
+// nothing; a primary-key table's snapshots merge the buckets they touched,
+// except the compactions of a table without deletion vectors (nothing
+// changes) and, with deletion vectors, the snapshots that only add
+// level-0 files (not read until compacted).
+func TestPaimonExplain(t *testing.T) {
+	fxs, err := paimonfx.Fixtures(paimonFixtureRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	want := map[string]map[string]string{
+		"py.append_log": {"APPEND": lake.StrategyPaimonAppend, "OVERWRITE": lake.StrategyPaimonRewrite},
+		"java.append_compact": {"APPEND": lake.StrategyPaimonAppend, "OVERWRITE": lake.StrategyPaimonRewrite,
+			"COMPACT": lake.StrategyReplaceSkipped},
+		"py.pk_dedup": {"APPEND": lake.StrategyPaimonMergeDiff, "OVERWRITE": lake.StrategyPaimonMergeDiff},
+		"java.pk_compact": {"APPEND": lake.StrategyPaimonMergeDiff, "OVERWRITE": lake.StrategyPaimonMergeDiff,
+			"COMPACT": lake.StrategyReplaceSkipped},
+		"java.pk_dv": {"APPEND": lake.StrategyNoDataChange, "COMPACT": lake.StrategyPaimonMergeDiff},
+	}
+	seen := map[string]bool{}
+	for _, f := range fxs {
+		table := f.DB + "." + f.Name
+		kinds, ok := want[table]
+		if !ok {
+			continue
+		}
+		name := "paimon." + table
+		src, err := paimon.NewSource(ctx, os.DirFS(f.Dir), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng := feed.New(paimonTables{name: src}, feed.Options{})
+		p, err := eng.Plan(ctx, feed.Request{Table: name})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, sp := range p.Snapshots {
+			if w, ok := kinds[sp.Operation]; ok {
+				seen[table+" "+sp.Operation] = true
+				if sp.Strategy != w {
+					t.Errorf("%s snapshot %d (%s): strategy %s (%s), want %s", name, sp.ID, sp.Operation, sp.Strategy,
+						sp.Reason, w)
+				}
+			}
+		}
+		eng.Close()
+	}
+	for table, kinds := range want {
+		for kind := range kinds {
+			if !seen[table+" "+kind] {
+				t.Errorf("no %s snapshot of %s planned", kind, table)
+			}
+		}
+	}
+}
+
+// TestPaimonFilterPushdown reads the append table's history with a
+// filter on its partition column: files of other partitions are skipped
+// by their statistics, and the filtered feed applied to the filtered
+// state at each window's start gives the filtered state at its end.
+func TestPaimonFilterPushdown(t *testing.T) {
+	fxs, err := paimonfx.Fixtures(paimonFixtureRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, f := range fxs {
+		if f.DB+"."+f.Name != "py.append_log" {
+			continue
+		}
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		name := "paimon.py.append_log"
+		src, err := paimon.NewSource(ctx, os.DirFS(f.Dir), name, paimon.WithAllocator(mem))
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng := feed.New(paimonTables{name: src}, feed.Options{Allocator: mem})
+		defer eng.Close()
+		const filter = "dt = '2026-01-02'"
+		keep := func(st paimonfx.State) paimonfx.State {
+			out := paimonfx.State{}
+			for l, n := range st {
+				if strings.Contains(l, `"dt":"2026-01-02"`) {
+					out[l] = n
+				}
+			}
+			return out
+		}
+		skipped := int64(0)
+		snaps := f.Meta.Snapshots
+		for i := 1; i < len(snaps); i++ {
+			from, to := snaps[i-1].ID, snaps[i].ID
+			req := feed.Request{Table: name, FromSnapshot: &from, ToSnapshot: &to, Filter: filter}
+			p, err := eng.Plan(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sp := range p.Snapshots {
+				skipped += sp.FilesSkipped
+			}
+			st := keep(paimonLoadState(t, f, from, paimonColumns(t, src, to)))
+			if err := paimonApply(ctx, eng, req, st); err != nil {
+				t.Errorf("window (%d, %d]: %v", from, to, err)
+				continue
+			}
+			if d := st.Diff(keep(paimonLoadState(t, f, to, nil))); d != "" {
+				t.Errorf("window (%d, %d] with %s:\n%s", from, to, filter, d)
+			}
+		}
+		if skipped == 0 {
+			t.Errorf("no file skipped by %s", filter)
+		}
+		t.Logf("%d files skipped", skipped)
 	}
 }

@@ -23,17 +23,6 @@ func canonRows(t *testing.T, batches []arrow.RecordBatch, kinds bool) []string {
 	return out
 }
 
-// normalize re-encodes a canonical JSON line so that the writers' number
-// spellings compare equal.
-func normalize(t *testing.T, line []byte) string {
-	t.Helper()
-	out, err := paimonfx.Normalize(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // diffLines describes how two sorted multisets of lines differ (empty
 // when equal).
 func diffLines(got, want []string) string { return paimonfx.Diff(got, want) }

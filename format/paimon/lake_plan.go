@@ -70,7 +70,7 @@ func (p *planner) Plan(ctx context.Context, c lake.Commit) (lake.Change, error) 
 		out.Strategy = lake.StrategyNoDataChange
 		out.Reason = "an ANALYZE snapshot writes statistics only"
 		return out, nil
-	case sn.CommitKind == CommitCompact && !(pk && opts.DeletionVectors):
+	case sn.CommitKind == CommitCompact && (!pk || !opts.DeletionVectors):
 		out.Strategy = lake.StrategyReplaceSkipped
 		out.Reason = "a COMPACT snapshot rewrites files: the table's rows stay as they were"
 		return out, nil

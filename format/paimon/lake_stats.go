@@ -24,8 +24,30 @@ type colStats struct {
 }
 
 // newFileStats decodes entry e's value statistics; a column the file
-// lacks (added later) is all nulls.
+// lacks (added later) is all nulls, and a partition column holds the
+// entry's partition value alone (statistics or not: pypaimon writes
+// none).
 func newFileStats(ctx context.Context, t *Table, end *Schema, e *ManifestEntry) (*fileStats, error) {
+	st, err := valueStats(ctx, t, end, e)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := PartitionValues(end, e.Partition)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range end.PartitionFields() {
+		if vals[i] == nil {
+			st.cols[f.ID] = colStats{nulls: e.File.RowCount}
+		} else {
+			st.cols[f.ID] = colStats{lo: vals[i], hi: vals[i]}
+		}
+	}
+	return st, nil
+}
+
+// valueStats decodes entry e's value statistics.
+func valueStats(ctx context.Context, t *Table, end *Schema, e *ManifestEntry) (*fileStats, error) {
 	fs, err := t.Schema(ctx, e.File.SchemaID)
 	if err != nil {
 		return nil, err
