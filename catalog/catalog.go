@@ -247,7 +247,15 @@ func (c *Catalog) Load(ctx context.Context, name string) (lake.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return icebergformat.NewTable(tbl, c.plans), nil
+	return c.EngineTable(tbl), nil
+}
+
+// EngineTable presents a table of the catalog to the change engine
+// (format/iceberg.NewTable) with the catalog's cache of what planning read
+// of its snapshots: for callers that load tables their own way (a
+// registry that confines them to a local root).
+func (c *Catalog) EngineTable(tbl *table.Table) lake.Table {
+	return icebergformat.NewTable(tbl, c.plans)
 }
 
 // LoadTable loads the current metadata of the table named

@@ -53,7 +53,7 @@ func (e *Engine) readWindow(ctx context.Context, p *Plan, fold, filtered bool) i
 
 		var src *lake.Read
 		if p.To != nil {
-			src = e.newRead(p)
+			src = e.newRead(ctx, p)
 			defer src.Close()
 		}
 
@@ -318,13 +318,15 @@ func keepMatching(ctx context.Context, mem memory.Allocator, rf *filter.RowEvalu
 	return compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
 }
 
-// newRead describes a read of plan p's files to the formats' readers.
-func (e *Engine) newRead(p *Plan) *lake.Read {
+// newRead describes a read of plan p's files to the formats' readers, and
+// starts it under ctx, the context of the whole read.
+func (e *Engine) newRead(ctx context.Context, p *Plan) *lake.Read {
 	r := &lake.Read{Table: p.Table, Columns: p.scanFields, DiffColumns: p.diffColumns(),
 		Allocator: e.opts.Allocator, BatchRows: e.opts.MaxBatchRows, Concurrency: e.opts.ReadConcurrency,
 		Stats: &e.stats}
 	if p.to != nil {
 		r.End = *p.to
 	}
+	r.Start(ctx)
 	return r
 }

@@ -116,7 +116,7 @@ func (e *Engine) ReadState(ctx context.Context, sp *StatePlan) iter.Seq2[Batch, 
 			yield(Batch{}, err)
 		}
 		if sp.files.Len() > 0 {
-			src := e.newRead(p)
+			src := e.newRead(ctx, p)
 			defer src.Close()
 			for rec, err := range liveRows(ctx, src, sp.Snapshot.ID, sp.files) {
 				if err != nil {

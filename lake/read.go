@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"context"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -31,6 +32,9 @@ type Read struct {
 	// Stats counts what the read decodes.
 	Stats ReadStats
 
+	// ctx is the context of the whole read (Start), under which Memo
+	// builds what serves every file of the read.
+	ctx context.Context
 	// mu guards memo and closers.
 	mu      sync.Mutex
 	memo    map[any]*memoEntry
@@ -44,13 +48,20 @@ type memoEntry struct {
 	err  error
 }
 
+// Start begins the read under ctx, the context of the whole read (not of
+// one file's): what formats build for the read with Memo is built under
+// it, since it serves every file (an object store's file IO keeps the
+// context it was opened with). The engine calls Start once, before any
+// reader runs.
+func (r *Read) Start(ctx context.Context) { r.ctx = ctx }
+
 // Memo returns the value of key for read r, built by build the first time
 // it is asked for (concurrent callers wait for that build; its error is
-// every caller's). A format keeps in it what its readers share for the
-// length of one read (footers, delete files, column targets); key is a
-// value of a type of the format's own, so that formats never meet each
-// other's values.
-func Memo[T any](r *Read, key any, build func() (T, error)) (T, error) {
+// every caller's), under the read's context (Start). A format keeps in it
+// what its readers share for the length of one read (file IO, footers,
+// delete files, column targets); key is a value of a type of the format's
+// own, so that formats never meet each other's values.
+func Memo[T any](r *Read, key any, build func(ctx context.Context) (T, error)) (T, error) {
 	r.mu.Lock()
 	if r.memo == nil {
 		r.memo = map[any]*memoEntry{}
@@ -61,7 +72,13 @@ func Memo[T any](r *Read, key any, build func() (T, error)) (T, error) {
 		r.memo[key] = e
 	}
 	r.mu.Unlock()
-	e.once.Do(func() { e.v, e.err = build() })
+	e.once.Do(func() {
+		ctx := r.ctx
+		if ctx == nil {
+			ctx = context.Background() // a read the engine did not start: a format's own test
+		}
+		e.v, e.err = build(ctx)
+	})
 	if e.err != nil {
 		var zero T
 		return zero, e.err

@@ -15,7 +15,6 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
-	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
 	"github.com/sluicefeed/sluice/format/paimon"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
@@ -38,7 +37,7 @@ type Options struct {
 func New(cat *catalog.Catalog, opts Options) *Tables {
 	return &Tables{Catalog: cat, authz: opts.Authorizer, delta: opts.Delta, paimon: opts.Paimon, notify: opts.Notify,
 		sources: map[string]*delta.Source{}, paimonSources: map[string]*paimon.Source{},
-		checked: map[string]time.Time{}, plans: icebergformat.NewCache()}
+		checked: map[string]time.Time{}}
 }
 
 // Tables is the catalog as the engine reads it: the error of a
@@ -66,8 +65,6 @@ type Tables struct {
 	// notify tells of the commits to followed tables from file
 	// notifications (nil: --watch-files=false).
 	notify *FileNotifier
-	// plans keeps what planning read of the Iceberg tables' snapshots.
-	plans *icebergformat.Cache
 }
 
 // nameCheckInterval is how often a Delta or Paimon table's name is looked up in the
@@ -107,7 +104,7 @@ func (s *Tables) Load(ctx context.Context, name string) (feed.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return icebergformat.NewTable(tbl, s.plans), nil
+	return s.EngineTable(tbl), nil
 }
 
 // checkName refuses a Delta or Paimon table (what, with how else to

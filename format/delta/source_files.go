@@ -54,9 +54,12 @@ type deltaTarget struct {
 // deltaFilesKey keys a Delta table's file readers in a read's memo.
 type deltaFilesKey struct{ g *deltaGen }
 
-// files returns the table's file readers for read r, made once per read.
-func (g *deltaGen) files(ctx context.Context, r *lake.Read) (*deltaFiles, error) {
-	return lake.Memo(r, deltaFilesKey{g}, func() (*deltaFiles, error) { return newDeltaFiles(ctx, g, r) })
+// files returns the table's file readers for read r, made once per read
+// (under the read's context).
+func (g *deltaGen) files(r *lake.Read) (*deltaFiles, error) {
+	return lake.Memo(r, deltaFilesKey{g}, func(ctx context.Context) (*deltaFiles, error) {
+		return newDeltaFiles(ctx, g, r)
+	})
 }
 
 func newDeltaFiles(ctx context.Context, src *deltaGen, r *lake.Read) (*deltaFiles, error) {
@@ -269,7 +272,7 @@ func (f *deltaFiles) dv(snapshot int64, path string, dv *DeletionVector) (*roari
 
 func (ls deltaLive) Read(ctx context.Context, r *lake.Read, commit int64, i int,
 	fn func(arrow.RecordBatch) error) error {
-	f, err := ls.src.files(ctx, r)
+	f, err := ls.src.files(r)
 	if err != nil {
 		return err
 	}
@@ -303,7 +306,7 @@ func (d *deltaDiff) Path() string     { return d.file.path }
 func (d *deltaDiff) KeyFields() []int { return nil }
 
 func (d *deltaDiff) Masks(ctx context.Context, r *lake.Read) (before, after *lake.Mask, err error) {
-	f, err := d.src.files(ctx, r)
+	f, err := d.src.files(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -325,7 +328,7 @@ func (d *deltaDiff) Masks(ctx context.Context, r *lake.Read) (before, after *lak
 }
 
 func (d *deltaDiff) Candidates(ctx context.Context, r *lake.Read, before, after *lake.Mask) ([]int, int, error) {
-	f, err := d.src.files(ctx, r)
+	f, err := d.src.files(r)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -347,7 +350,7 @@ func (d *deltaDiff) Candidates(ctx context.Context, r *lake.Read, before, after 
 
 func (d *deltaDiff) Batches(ctx context.Context, r *lake.Read, snapshot int64, rgs []int, whole bool,
 	fn func(rec arrow.RecordBatch, first int) error) error {
-	f, err := d.src.files(ctx, r)
+	f, err := d.src.files(r)
 	if err != nil {
 		return err
 	}
@@ -438,7 +441,7 @@ func (c deltaChange) Path() string { return c.file.path }
 
 func (c deltaChange) Rows(ctx context.Context, r *lake.Read, snapshot int64, whole bool,
 	emit func(side int, rec arrow.RecordBatch) error) error {
-	f, err := c.src.files(ctx, r)
+	f, err := c.src.files(r)
 	if err != nil {
 		return err
 	}

@@ -46,9 +46,9 @@ type icebergFiles struct {
 type filesKey struct{ t *icebergTable }
 
 // files returns the table's file readers for read r, made once per read
-// and closed when it ends.
-func (t *icebergTable) files(ctx context.Context, r *lake.Read) (*icebergFiles, error) {
-	return lake.Memo(r, filesKey{t}, func() (*icebergFiles, error) {
+// (under the read's context) and closed when it ends.
+func (t *icebergTable) files(r *lake.Read) (*icebergFiles, error) {
+	return lake.Memo(r, filesKey{t}, func(ctx context.Context) (*icebergFiles, error) {
 		f, err := newIcebergFiles(ctx, t, r)
 		if err != nil {
 			return nil, err

@@ -105,7 +105,7 @@ func (ls icebergLive) Size() (files, bytes, records int64) {
 
 func (ls icebergLive) Read(ctx context.Context, r *lake.Read, commit int64, i int,
 	fn func(arrow.RecordBatch) error) error {
-	f, err := ls.t.files(ctx, r)
+	f, err := ls.t.files(r)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (d *icebergDiff) Path() string     { return d.file.FilePath() }
 func (d *icebergDiff) KeyFields() []int { return d.keyFields }
 
 func (d *icebergDiff) Masks(ctx context.Context, r *lake.Read) (before, after *lake.Mask, err error) {
-	f, err := d.t.files(ctx, r)
+	f, err := d.t.files(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,7 +158,7 @@ func (d *icebergDiff) Masks(ctx context.Context, r *lake.Read) (before, after *l
 }
 
 func (d *icebergDiff) Candidates(ctx context.Context, r *lake.Read, before, after *lake.Mask) ([]int, int, error) {
-	f, err := d.t.files(ctx, r)
+	f, err := d.t.files(r)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -167,7 +167,7 @@ func (d *icebergDiff) Candidates(ctx context.Context, r *lake.Read, before, afte
 
 func (d *icebergDiff) Batches(ctx context.Context, r *lake.Read, commit int64, rgs []int, whole bool,
 	fn func(rec arrow.RecordBatch, first int) error) error {
-	f, err := d.t.files(ctx, r)
+	f, err := d.t.files(r)
 	if err != nil {
 		return err
 	}

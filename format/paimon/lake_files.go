@@ -36,8 +36,8 @@ type target struct {
 type readerKey struct{ src *Source }
 
 // readerFor returns the table's reader for read r, made once per read.
-func (s *Source) readerFor(ctx context.Context, r *lake.Read) (*reader, error) {
-	return lake.Memo(r, readerKey{s}, func() (*reader, error) {
+func (s *Source) readerFor(_ context.Context, r *lake.Read) (*reader, error) {
+	return lake.Memo(r, readerKey{s}, func(ctx context.Context) (*reader, error) {
 		end, ls, err := s.lakeSchema(ctx, int64(r.End.SchemaID))
 		if err != nil {
 			return nil, err
@@ -99,7 +99,7 @@ func (rd *reader) deletionVector(ctx context.Context, commit int64, path string,
 		src *Source
 		d   DeletionFile
 	}
-	return lake.Memo(rd.r, dvMemo{rd.src, *d}, func() (*roaring.Bitmap, error) {
+	return lake.Memo(rd.r, dvMemo{rd.src, *d}, func(ctx context.Context) (*roaring.Bitmap, error) {
 		bm, err := rd.src.tbl.ReadDeletionVector(ctx, d.IndexFile, d.Vector)
 		if err != nil {
 			return nil, rd.fileError(commit, "the deletion vector of data file "+path, err)
