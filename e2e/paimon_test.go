@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,6 +134,38 @@ func TestPaimon(t *testing.T) {
 			if d := st.Diff(want); d != "" {
 				t.Errorf("%s (%d, %d]: the changes applied to the state at %d are not %s's state at %d:\n%s",
 					name, from, to, from, f.Meta.Writer, to, d)
+			}
+		}
+	})
+
+	t.Run("pyarrow", func(t *testing.T) {
+		// pyarrow reads the same window of each kind of table as the Go
+		// client, as a Flight ticket holding the JSON request.
+		for _, table := range []string{"py.append_log", "java.pk_dv", "java.pk_aggregation"} {
+			name := "paimon." + table
+			var f paimonfx.Fixture
+			for _, fx := range fxs {
+				if fx.DB+"."+fx.Name == table {
+					f = fx
+				}
+			}
+			ids := present(f)
+			from, to := ids[0], ids[len(ids)-1]
+			want, err := countChanges(ctx, c, sluice.ChangeRequest{Table: name, FromSnapshot: &from, ToSnapshot: &to})
+			if err != nil {
+				t.Fatal(err)
+			}
+			script := `import json, sys, pyarrow.flight as flight
+req = {"table": sys.argv[2], "from_snapshot": sys.argv[3], "to_snapshot": sys.argv[4]}
+t = flight.connect(sys.argv[1]).do_get(flight.Ticket(json.dumps(req).encode())).read_all()
+print(t.num_rows)`
+			out, err := exec.CommandContext(ctx, python(t), "-c", script, srv.URI(), name,
+				strconv.FormatInt(from, 10), strconv.FormatInt(to, 10)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: pyarrow: %v\n%s", name, err, out)
+			}
+			if got, err := strconv.Atoi(strings.TrimSpace(string(out))); err != nil || got != want {
+				t.Errorf("%s (%d, %d]: pyarrow read %q rows, the Go client %d", name, from, to, out, want)
 			}
 		}
 	})
