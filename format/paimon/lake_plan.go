@@ -239,8 +239,12 @@ func (p *planner) mergeDiff(ctx context.Context, sn *Snapshot, ps *Schema, opts 
 		return out, nil
 	}
 	touched := map[bucketKey]bool{}
+	// changed are the files the snapshot added or removed, or whose
+	// deletion vector it changed.
+	changed := map[dvKey]bool{}
 	for _, e := range delta {
 		touched[e.bucketKey()] = true
+		changed[dvKey{e.bucketKey(), e.File.FileName}] = true
 	}
 	var bIdx, aIdx []IndexEntry
 	if opts.DeletionVectors {
@@ -252,12 +256,12 @@ func (p *planner) mergeDiff(ctx context.Context, sn *Snapshot, ps *Schema, opts 
 		before, after := dvsOf(bIdx), dvsOf(aIdx)
 		for k, a := range after {
 			if b, ok := before[k]; !ok || b != a {
-				touched[k.bucketKey] = true
+				touched[k.bucketKey], changed[k] = true, true
 			}
 		}
 		for k := range before {
 			if _, ok := after[k]; !ok {
-				touched[k.bucketKey] = true
+				touched[k.bucketKey], changed[k] = true, true
 			}
 		}
 	}
@@ -278,11 +282,21 @@ func (p *planner) mergeDiff(ctx context.Context, sn *Snapshot, ps *Schema, opts 
 	if err != nil {
 		return out, lakeError(p.name, fmt.Errorf("table %q: snapshot %d: %w", tbl.name, sn.ID, err))
 	}
+	keep, err := keyFilter(ps, touched, changed, before, after)
+	if err != nil {
+		return out, lakeError(p.name, err)
+	}
+	var read, unread int
 	in := func(es []ManifestEntry) []ManifestEntry {
 		var kept []ManifestEntry
 		for _, e := range es {
-			if touched[e.bucketKey()] {
+			switch {
+			case !touched[e.bucketKey()]:
+			case keep(&e):
 				kept = append(kept, e)
+				read++
+			default:
+				unread++
 			}
 		}
 		return kept
@@ -343,7 +357,8 @@ func (p *planner) mergeDiff(ctx context.Context, sn *Snapshot, ps *Schema, opts 
 	out.Rewrites = true
 	out.Strategy = lake.StrategyPaimonMergeDiff
 	out.Reason = fmt.Sprintf("primary-key table (merge engine %s): the merged rows of the %d buckets the snapshot "+
-		"(%s) touched, before and after it, compared by key", opts.MergeEngine, len(order), sn.CommitKind)
+		"(%s) touched, before and after it, compared by key; of their files, the %d whose key range meets a "+
+		"changed file's are read (%d left alone)", opts.MergeEngine, len(order), sn.CommitKind, read, unread)
 	return out, nil
 }
 
@@ -415,4 +430,56 @@ func (t *lakeTable) State(ctx context.Context, opts lake.StateOptions, c lake.Co
 		}
 	}
 	return files, nil
+}
+
+// keyFilter returns which files of the touched buckets a merge diff
+// reads: those whose key range meets the key range of a changed file of
+// their bucket (added, removed, or with a changed deletion vector). A key
+// outside every changed file's range has all its records in files the
+// snapshot left alone, so its merged row is the same before and after;
+// and the files read are the same on both sides but for the changed ones,
+// so a key that some of them hold only in part merges alike on both. A
+// bucket with a changed file of unknown key range reads every file.
+func keyFilter(ps *Schema, touched map[bucketKey]bool, changed map[dvKey]bool,
+	before, after []ManifestEntry) (func(*ManifestEntry) bool, error) {
+	var types []DataType
+	for _, f := range ps.TrimmedPrimaryKeys() {
+		types = append(types, f.Type)
+	}
+	ranges := map[bucketKey][]keyRange{}
+	whole := map[bucketKey]bool{}
+	for _, es := range [][]ManifestEntry{before, after} {
+		for i := range es {
+			e := &es[i]
+			k := e.bucketKey()
+			if !touched[k] || !changed[dvKey{k, e.File.FileName}] {
+				continue
+			}
+			r, ok, err := fileKeyRange(&e.File, types)
+			if err != nil {
+				return nil, fmt.Errorf("data file %s: key range: %w", e.File.FileName, err)
+			}
+			if !ok {
+				whole[k] = true
+				continue
+			}
+			ranges[k] = append(ranges[k], r)
+		}
+	}
+	return func(e *ManifestEntry) bool {
+		k := e.bucketKey()
+		if whole[k] || changed[dvKey{k, e.File.FileName}] {
+			return true
+		}
+		r, ok, err := fileKeyRange(&e.File, types)
+		if err != nil || !ok {
+			return true
+		}
+		for _, c := range ranges[k] {
+			if o, err := r.overlaps(c); err != nil || o {
+				return true
+			}
+		}
+		return false
+	}, nil
 }
