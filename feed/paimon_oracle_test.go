@@ -358,3 +358,39 @@ func TestPaimonFilterPushdown(t *testing.T) {
 		t.Logf("%d files skipped", skipped)
 	}
 }
+
+// TestPaimonTimestampWindow plans a window by commit times: a Paimon
+// snapshot's time is its timeMillis, so the window from snapshot a's time
+// to snapshot b's is the snapshots after a up to b.
+func TestPaimonTimestampWindow(t *testing.T) {
+	ctx := context.Background()
+	dir := paimonFixtureRoot + "/warehouse/py.db/append_log"
+	src, err := paimon.NewSource(ctx, os.DirFS(dir), "paimon.py.append_log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := feed.New(paimonTables{"paimon.py.append_log": src}, feed.Options{})
+	defer eng.Close()
+	ms := func(id int64) int64 {
+		s, err := src.Table().Snapshot(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.TimeMillis
+	}
+	from, to := ms(3), ms(7)
+	p, err := eng.Plan(ctx, feed.Request{Table: "paimon.py.append_log", FromTimestampMs: &from, ToTimestampMs: &to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, sp := range p.Snapshots {
+		ids = append(ids, sp.ID)
+		if sp.TimestampMs != ms(sp.ID) {
+			t.Errorf("snapshot %d at %d ms, want its timeMillis %d", sp.ID, sp.TimestampMs, ms(sp.ID))
+		}
+	}
+	if fmt.Sprint(ids) != "[4 5 6 7]" {
+		t.Errorf("window (%d ms, %d ms] plans snapshots %v, want [4 5 6 7]", from, to, ids)
+	}
+}
