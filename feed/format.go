@@ -8,6 +8,7 @@ import (
 const (
 	FormatIceberg = lake.FormatIceberg
 	FormatDelta   = lake.FormatDelta
+	FormatPaimon  = lake.FormatPaimon
 )
 
 // Table is one table as its format presents it to the engine (package

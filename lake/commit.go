@@ -93,6 +93,19 @@ const (
 	// (dataChange=true): the rows live before in removed files are deletes,
 	// the rows of added files inserts, and rows re-written unchanged cancel.
 	StrategyDeltaAddRemove = "delta-add-remove"
+	// StrategyPaimonAppend reads the data files a Paimon append table's
+	// snapshot added: every row is an insert.
+	StrategyPaimonAppend = "paimon-append"
+	// StrategyPaimonRewrite reads the data files a Paimon append table's
+	// snapshot removed and added (an overwrite, a deletion vector
+	// change): rows live before in removed files are deletes, added rows
+	// inserts, and rows re-written unchanged cancel.
+	StrategyPaimonRewrite = "paimon-rewrite"
+	// StrategyPaimonMergeDiff reads, for each bucket a Paimon primary-key
+	// table's snapshot touched, the bucket's merged state before and
+	// after it: keys gone are deletes, keys new inserts, keys whose row
+	// changed an update pair (by primary key).
+	StrategyPaimonMergeDiff = "paimon-merge-diff"
 	// StrategyNoDataChange marks a commit that changes no row (OPTIMIZE,
 	// REORG, metadata and protocol changes): nothing is read.
 	StrategyNoDataChange = "no-data-change"

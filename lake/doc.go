@@ -17,8 +17,8 @@
 // removed as FileDiff with their deletion Masks before and after, change
 // files as ChangeFile, appended files as LiveFiles, whether data changed
 // at all), and those values read their files into Arrow batches, by
-// column identity, for one Read. Packages format/iceberg and format/delta
-// implement it; the engine imports neither. The sentinel errors formats
+// column identity, for one Read. Packages format/iceberg, format/delta and
+// format/paimon implement it; the engine imports none of them. The sentinel errors formats
 // report (ErrResyncRequired, ErrUnreadable, ...) are declared here too,
 // and re-exported by feed.
 package lake

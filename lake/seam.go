@@ -10,6 +10,7 @@ import (
 const (
 	FormatIceberg = "iceberg"
 	FormatDelta   = "delta"
+	FormatPaimon  = "paimon"
 )
 
 // Table is one loaded state of a table as its format presents it to the
@@ -20,10 +21,12 @@ const (
 // files (LiveFiles, FileDiff, ChangeFile). A Table is immutable and safe for
 // concurrent use.
 type Table interface {
-	// Format names the table's format: FormatIceberg or FormatDelta.
+	// Format names the table's format: FormatIceberg, FormatDelta or
+	// FormatPaimon.
 	Format() string
 	// FormatVersion is the table's format version (Iceberg's
-	// format-version, Delta's minReaderVersion).
+	// format-version, Delta's minReaderVersion, the version of Paimon's
+	// latest snapshot).
 	FormatVersion() int
 	// History returns the retained lineage of the commit head (nil: the
 	// main branch's current one) with what is known of its expired part.

@@ -2,7 +2,7 @@ package registry
 
 import "errors"
 
-// ErrConfig is returned, wrapped, by Tables.CheckDelta when the tables
+// ErrConfig is returned, wrapped, by Tables.CheckDelta and CheckPaimon when the tables
 // configured cannot be served as configured: a Delta table whose name the
 // Iceberg catalog also serves, a location that does not hold a table, a
 // bucket that does not exist or refuses the credentials.

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/format/paimon"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
@@ -25,15 +26,18 @@ type Options struct {
 	Authorizer *auth.Authorizer
 	// Delta serves the Delta tables (nil: none).
 	Delta *catalog.DeltaTables
+	// Paimon serves the tables of a Paimon warehouse (nil: none).
+	Paimon *catalog.PaimonTables
 	// Notify tells of the commits to followed tables from file
 	// notifications (nil: none, polling alone finds them).
 	Notify *FileNotifier
 }
 
-// New returns the tables of cat and of opts.Delta.
+// New returns the tables of cat, of opts.Delta and of opts.Paimon.
 func New(cat *catalog.Catalog, opts Options) *Tables {
-	return &Tables{Catalog: cat, authz: opts.Authorizer, delta: opts.Delta, notify: opts.Notify,
-		sources: map[string]*delta.Source{}, checked: map[string]time.Time{}}
+	return &Tables{Catalog: cat, authz: opts.Authorizer, delta: opts.Delta, paimon: opts.Paimon, notify: opts.Notify,
+		sources: map[string]*delta.Source{}, paimonSources: map[string]*paimon.Source{},
+		checked: map[string]time.Time{}}
 }
 
 // Tables is the catalog as the engine reads it: the error of a
@@ -47,26 +51,47 @@ type Tables struct {
 	// delta serves the Delta tables (nil: none), each through its one
 	// long-lived source.
 	delta *catalog.DeltaTables
-	mu    sync.Mutex // guards sources and checked
+	// paimon serves the tables of a Paimon warehouse (nil: none), each
+	// through its one long-lived source.
+	paimon *catalog.PaimonTables
+	mu     sync.Mutex // guards sources, paimonSources and checked
 	// sources are the Delta tables' sources, by name.
 	sources map[string]*delta.Source
-	// checked is when each Delta table's name was last found free in the
-	// Iceberg catalog.
+	// paimonSources are the Paimon tables' sources, by name.
+	paimonSources map[string]*paimon.Source
+	// checked is when each Delta or Paimon table's name was last found
+	// free in the Iceberg catalog.
 	checked map[string]time.Time
 	// notify tells of the commits to followed tables from file
 	// notifications (nil: --watch-files=false).
 	notify *FileNotifier
 }
 
-// nameCheckInterval is how often a Delta table's name is looked up in the
+// nameCheckInterval is how often a Delta or Paimon table's name is looked up in the
 // Iceberg catalog: a table created there under the same name stops both
 // from being served within this time.
 const nameCheckInterval = 10 * time.Second
 
-// Load loads a table of either format.
+// Load loads a table of any format.
 func (s *Tables) Load(ctx context.Context, name string) (feed.Table, error) {
+	if s.paimon != nil && s.paimon.Has(name) {
+		if err := s.checkName(ctx, name, func() string { return "a Paimon table" }, ""); err != nil {
+			return nil, err
+		}
+		src, err := s.paimonSource(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return src.Load(ctx)
+	}
 	if s.delta != nil && s.delta.Has(name) {
-		if err := s.checkName(ctx, name); err != nil {
+		what := func() string {
+			if loc, _ := s.delta.Locate(name); loc != nil {
+				return "a Delta table (folder " + loc.Dir + ")"
+			}
+			return "a Delta table"
+		}
+		if err := s.checkName(ctx, name, what, ", or name the Delta table otherwise in delta.tables"); err != nil {
 			return nil, err
 		}
 		src, err := s.deltaSource(ctx, name)
@@ -82,10 +107,11 @@ func (s *Tables) Load(ctx context.Context, name string) (feed.Table, error) {
 	return s.EngineTable(tbl), nil
 }
 
-// checkName refuses a Delta table whose name the Iceberg catalog also
-// serves (created there, or the Delta folder created, after start): which
-// one a client meant cannot be known.
-func (s *Tables) checkName(ctx context.Context, name string) error {
+// checkName refuses a Delta or Paimon table (what, with how else to
+// resolve the clash) whose name the Iceberg catalog also serves (created
+// there, or the table's folder created, after start): which one a client
+// meant cannot be known.
+func (s *Tables) checkName(ctx context.Context, name string, what func() string, otherwise string) error {
 	s.mu.Lock()
 	last, ok := s.checked[name]
 	s.mu.Unlock()
@@ -93,13 +119,8 @@ func (s *Tables) checkName(ctx context.Context, name string) error {
 		return nil
 	}
 	if _, err := s.Catalog.LoadTable(ctx, name); err == nil {
-		loc, _ := s.delta.Locate(name)
-		dir := ""
-		if loc != nil {
-			dir = " (folder " + loc.Dir + ")"
-		}
-		return fmt.Errorf("%w: %s is both a Delta table%s and a table of the Iceberg catalog, so neither is "+
-			"served: rename one, or name the Delta table otherwise in delta.tables", catalog.ErrAmbiguous, name, dir)
+		return fmt.Errorf("%w: %s is both %s and a table of the Iceberg catalog, so neither is "+
+			"served: rename one%s", catalog.ErrAmbiguous, name, what(), otherwise)
 	} else if !errors.Is(err, catalog.ErrTableNotFound) {
 		// The catalog cannot say: serve the Delta table, and ask again
 		// next time.
@@ -136,15 +157,48 @@ func (s *Tables) deltaSource(ctx context.Context, name string) (*delta.Source, e
 	return src, nil
 }
 
-// ListTables lists the tables of both formats, sorted.
-func (s *Tables) ListTables(ctx context.Context) ([]string, error) {
-	names, err := s.Catalog.ListTables(ctx)
-	if err != nil || s.delta == nil {
-		return names, err
+// paimonSource returns the source of the Paimon table name.
+func (s *Tables) paimonSource(ctx context.Context, name string) (*paimon.Source, error) {
+	s.mu.Lock()
+	src, ok := s.paimonSources[name]
+	s.mu.Unlock()
+	if ok {
+		return src, nil
 	}
-	more, err := s.delta.ListTables(ctx)
+	fsys, err := s.paimon.Locate(name)
 	if err != nil {
 		return nil, err
+	}
+	if src, err = paimon.NewSource(ctx, fsys, name); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.paimonSources[name]; ok {
+		return prev, nil
+	}
+	s.paimonSources[name] = src
+	return src, nil
+}
+
+// ListTables lists the tables of every format, sorted.
+func (s *Tables) ListTables(ctx context.Context) ([]string, error) {
+	names, err := s.Catalog.ListTables(ctx)
+	if err != nil {
+		return names, err
+	}
+	var more []string
+	if s.delta != nil {
+		if more, err = s.delta.ListTables(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.paimon != nil {
+		pm, err := s.paimon.ListTables(ctx)
+		if err != nil {
+			return nil, err
+		}
+		more = append(more, pm...)
 	}
 	// A name both serve is listed once; loading it says why it is not
 	// served.
@@ -186,6 +240,40 @@ func (s *Tables) CheckDelta(ctx context.Context, log *slog.Logger) error {
 				"name the Delta table otherwise in delta.tables", ErrConfig, n)
 		}
 	}
+	return nil
+}
+
+// CheckPaimon checks the Paimon warehouse at start: its storage
+// (catalog.PaimonTables.Check), then refuses Paimon tables whose names the
+// Iceberg catalog also serves. Storage that cannot be reached may come
+// back: it is logged, and the checks that need it are left to each read.
+func (s *Tables) CheckPaimon(ctx context.Context, log *slog.Logger) error {
+	if s.paimon == nil {
+		return nil
+	}
+	if err := s.paimon.Check(ctx); err != nil {
+		if errors.Is(err, storage.ErrUnavailable) || errors.Is(err, catalog.ErrUnavailable) {
+			log.Warn("the storage of the Paimon warehouse cannot be reached; its tables' reads fail until it can",
+				"error", err)
+			return nil
+		}
+		return configError{err}
+	}
+	names, err := s.paimon.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	ice, err := s.Catalog.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, found := slices.BinarySearch(ice, n); found {
+			return fmt.Errorf("%w: %s is both a Paimon table and a table of the Iceberg catalog: rename one",
+				ErrConfig, n)
+		}
+	}
+	log.Info("serving the tables of a Paimon warehouse", "tables", len(names))
 	return nil
 }
 

@@ -13,6 +13,13 @@
 // read as Arrow record batches of the merged state. Errors wrap the
 // sentinels of errors.go.
 //
+// Source serves a table to the change engine through the format seam
+// (package lake): its snapshots as commits, per snapshot its change (an
+// append table's added and removed files; a primary-key table's merged
+// rows of the buckets the snapshot touched, before and after it), and
+// readers of its files and buckets. docs/PAIMON.md describes what is read
+// and how changes are computed.
+//
 // What it does not read is refused with sentinels naming it: ORC and Avro
 // data files, the first-row merge engine, partial-update sequence groups,
 // aggregate functions other than sum, min, max and the first/last value

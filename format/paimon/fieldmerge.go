@@ -96,7 +96,7 @@ type fieldState struct {
 
 // merge merges the records of a split (batches with the system columns
 // first) key by key and calls fn with the one batch of live rows.
-func (m *fieldMerger) merge(ctx context.Context, t *Table, target *Schema, batches []arrow.RecordBatch, keyCols []int, fn func(arrow.RecordBatch) error) error {
+func (m *fieldMerger) merge(ctx context.Context, t *Table, target *Schema, out *arrow.Schema, batches []arrow.RecordBatch, keyCols []int, fn func(arrow.RecordBatch) error) error {
 	offsets := make([]int64, len(batches)+1)
 	for i, b := range batches {
 		offsets[i+1] = offsets[i] + b.NumRows()
@@ -150,10 +150,6 @@ func (m *fieldMerger) merge(ctx context.Context, t *Table, target *Schema, batch
 	}
 	if len(rows) == 0 {
 		return nil
-	}
-	out, err := OutputSchema(target, false)
-	if err != nil {
-		return err
 	}
 	cols := make([]arrow.Array, 0, ncols)
 	defer func() {

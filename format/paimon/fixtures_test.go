@@ -1,62 +1,37 @@
 package paimon
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/internal/testkit/paimonfx"
 )
 
 // fixtureRoot holds the tables Paimon's own writers wrote and what their
 // reads returned (testdata/paimon/README.md).
 const fixtureRoot = "../../testdata/paimon"
 
-// fixtureTable is expected/<db>/<table>/table.json.
-type fixtureTable struct {
-	Table     string `json:"table"`
-	Writer    string `json:"writer"`
-	Snapshots []struct {
-		ID         int64  `json:"id"`
-		CommitKind string `json:"commitKind"`
-		SchemaID   int64  `json:"schemaId"`
-		Rows       int    `json:"rows"`
-		Changes    bool   `json:"changes"`
-		Expired    bool   `json:"expired"`
-	} `json:"snapshots"`
-	Tags []string `json:"tags"`
-}
-
 type fixture struct {
 	db, name, expected string
-	meta               fixtureTable
+	meta               paimonfx.Table
 }
 
 func fixtures(t *testing.T) []fixture {
 	t.Helper()
-	metas, err := filepath.Glob(filepath.Join(fixtureRoot, "expected", "*", "*", "table.json"))
-	if err != nil || len(metas) == 0 {
-		t.Fatalf("no fixtures under %s: %v", fixtureRoot, err)
+	fxs, err := paimonfx.Fixtures(fixtureRoot)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var out []fixture
-	for _, m := range metas {
-		dir := filepath.Dir(m)
-		f := fixture{db: filepath.Base(filepath.Dir(dir)), name: filepath.Base(dir), expected: dir}
-		b, err := os.ReadFile(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &f.meta); err != nil {
-			t.Fatalf("%s: %v", m, err)
-		}
-		out = append(out, f)
+	out := make([]fixture, len(fxs))
+	for i, f := range fxs {
+		out[i] = fixture{db: f.DB, name: f.Name, expected: f.Expected, meta: f.Meta}
 	}
 	return out
 }
@@ -73,21 +48,10 @@ func (f fixture) open(t *testing.T, mem memory.Allocator) *Table {
 
 func readLines(t *testing.T, p string) []string {
 	t.Helper()
-	fh, err := os.Open(p)
+	out, err := paimonfx.ReadLines(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fh.Close()
-	var out []string
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		out = append(out, normalize(t, sc.Bytes()))
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -165,42 +129,4 @@ func TestFixtureStates(t *testing.T) {
 		})
 	}
 	t.Logf("%d snapshot states checked", checked)
-}
-
-// diffLines describes how two sorted multisets of lines differ (empty
-// when equal).
-func diffLines(got, want []string) string {
-	var extra, missing []string
-	i, j := 0, 0
-	for i < len(got) || j < len(want) {
-		switch {
-		case j == len(want) || (i < len(got) && got[i] < want[j]):
-			extra = append(extra, got[i])
-			i++
-		case i == len(got) || want[j] < got[i]:
-			missing = append(missing, want[j])
-			j++
-		default:
-			i++
-			j++
-		}
-	}
-	if len(extra) == 0 && len(missing) == 0 {
-		return ""
-	}
-	const show = 5
-	s := strconv.Itoa(len(got)) + " rows read, " + strconv.Itoa(len(want)) + " expected\n"
-	for k, l := range extra {
-		if k == show {
-			break
-		}
-		s += "  unexpected " + l + "\n"
-	}
-	for k, l := range missing {
-		if k == show {
-			break
-		}
-		s += "  missing    " + l + "\n"
-	}
-	return s
 }

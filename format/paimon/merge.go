@@ -23,6 +23,19 @@ import (
 //
 // The merge holds the split's records in memory.
 func (t *Table) ReadSplit(ctx context.Context, target *Schema, sp *Split, fn func(arrow.RecordBatch) error) error {
+	return t.ReadSplitAs(ctx, target, nil, sp, fn)
+}
+
+// ReadSplitAs is ReadSplit with the batches' Arrow schema out (one field
+// per field of target, in order; values convert to its types by pqread's
+// widening rules); nil is the target's own.
+func (t *Table) ReadSplitAs(ctx context.Context, target *Schema, out *arrow.Schema, sp *Split, fn func(arrow.RecordBatch) error) error {
+	if out == nil {
+		var err error
+		if out, err = OutputSchema(target, false); err != nil {
+			return fmt.Errorf("table %q: %w", t.name, err)
+		}
+	}
 	opts, err := target.TableOptions()
 	if err != nil {
 		return fmt.Errorf("table %q: %w", t.name, err)
@@ -37,13 +50,13 @@ func (t *Table) ReadSplit(ctx context.Context, target *Schema, sp *Split, fn fun
 			if err != nil {
 				return err
 			}
-			if err := t.ReadFile(ctx, target, e, ReadOptions{DeletionVector: dv}, fn); err != nil {
+			if err := t.ReadFile(ctx, target, e, ReadOptions{DeletionVector: dv, Output: out}, fn); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return t.mergeSplit(ctx, target, opts, sp, fn)
+	return t.mergeSplit(ctx, target, out, opts, sp, fn)
 }
 
 // keyRecord is one record of a key: where it is (batch and row), its
@@ -55,7 +68,7 @@ type keyRecord struct {
 }
 
 // mergeSplit merges a primary-key split (deduplicate).
-func (t *Table) mergeSplit(ctx context.Context, target *Schema, opts Options, sp *Split, fn func(arrow.RecordBatch) error) error {
+func (t *Table) mergeSplit(ctx context.Context, target *Schema, out *arrow.Schema, opts Options, sp *Split, fn func(arrow.RecordBatch) error) error {
 	var batches []arrow.RecordBatch
 	defer func() {
 		for _, b := range batches {
@@ -71,7 +84,7 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, opts Options, sp
 		if err != nil {
 			return err
 		}
-		err = t.ReadFile(ctx, target, e, ReadOptions{SystemColumns: true, DeletionVector: dv}, func(rec arrow.RecordBatch) error {
+		err = t.ReadFile(ctx, target, e, ReadOptions{SystemColumns: true, DeletionVector: dv, Output: out}, func(rec arrow.RecordBatch) error {
 			batches = append(batches, rec)
 			return nil
 		})
@@ -88,7 +101,7 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, opts Options, sp
 		if err != nil {
 			return err
 		}
-		return m.merge(ctx, t, target, batches, keyCols, fn)
+		return m.merge(ctx, t, target, out, batches, keyCols, fn)
 	}
 	wins := map[string]keyRecord{}
 	var key []byte
@@ -121,10 +134,6 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, opts Options, sp
 		if w.kind == RowInsert || w.kind == RowUpdateAfter {
 			picks[w.batch] = append(picks[w.batch], int64(w.row))
 		}
-	}
-	out, err := OutputSchema(target, false)
-	if err != nil {
-		return err
 	}
 	cctx := compute.WithAllocator(ctx, t.mem)
 	for bi, rows := range picks {

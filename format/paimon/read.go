@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // The system columns of a primary-key table's data files.
@@ -65,6 +66,20 @@ type ReadOptions struct {
 	SystemColumns bool
 	// DeletionVector, if set, drops the rows at the positions it holds.
 	DeletionVector *roaring.Bitmap
+	// Fields, when set, are the ids of the target's fields to read, in
+	// the order of the batches' columns (nil: every field of the target).
+	Fields []int
+	// Output, when set, is the Arrow schema the read fields are read as
+	// (one field per read field, in order; the system columns are not in
+	// it): values convert to its types by pqread's widening rules. Nil:
+	// the target's own Arrow types.
+	Output *arrow.Schema
+	// RowGroups are the row groups to read, ascending (nil: all).
+	RowGroups []int
+	// BatchRows bounds the rows of a batch (0: pqread's default).
+	BatchRows int
+	// Stats, when set, counts the file read.
+	Stats lake.ReadStats
 }
 
 // OutputSchema is the Arrow schema of the batches ReadFile returns for
@@ -97,6 +112,12 @@ func fileFormat(name string) string {
 // each batch; fn takes the batch over and must release it. A file in a
 // format other than Parquet fails with ErrUnsupportedFormat.
 func (t *Table) ReadFile(ctx context.Context, target *Schema, e *ManifestEntry, opts ReadOptions, fn func(arrow.RecordBatch) error) error {
+	return t.ReadFileAt(ctx, target, e, opts, func(rec arrow.RecordBatch, _ int64) error { return fn(rec) })
+}
+
+// ReadFileAt is ReadFile handing fn, with each batch, the file position of
+// its first row (before any deletion vector dropped rows).
+func (t *Table) ReadFileAt(ctx context.Context, target *Schema, e *ManifestEntry, opts ReadOptions, fn func(rec arrow.RecordBatch, first int64) error) error {
 	if f := fileFormat(e.File.FileName); f != "parquet" {
 		return fmt.Errorf("%w: table %q: data file %s is %s (only Parquet is read)", ErrUnsupportedFormat, t.name, e.File.FileName, strings.ToUpper(f))
 	}
@@ -108,15 +129,37 @@ func (t *Table) ReadFile(ctx context.Context, target *Schema, e *ManifestEntry, 
 	if err != nil {
 		return err
 	}
-	out, err := OutputSchema(target, opts.SystemColumns)
-	if err != nil {
-		return fmt.Errorf("table %q: %w", t.name, err)
+	fields := target.Fields
+	if opts.Fields != nil {
+		fields = make([]Field, len(opts.Fields))
+		for i, id := range opts.Fields {
+			f, ok := target.Field(id)
+			if !ok {
+				return fmt.Errorf("table %q: schema %d has no field %d", t.name, target.ID, id)
+			}
+			fields[i] = f
+		}
+	}
+	out := opts.Output
+	if out == nil {
+		if out, err = (&Schema{Fields: fields}).ArrowSchema(); err != nil {
+			return fmt.Errorf("table %q: %w", t.name, err)
+		}
+	}
+	if out.NumFields() != len(fields) {
+		return fmt.Errorf("table %q: %d output columns for %d fields", t.name, out.NumFields(), len(fields))
+	}
+	if opts.SystemColumns {
+		out = arrow.NewSchema(append([]arrow.Field{
+			{Name: SequenceNumberColumn, Type: arrow.PrimitiveTypes.Int64},
+			{Name: ValueKindColumn, Type: arrow.PrimitiveTypes.Int8},
+		}, out.Fields()...), nil)
 	}
 	var cols []pqread.Column
 	if opts.SystemColumns {
 		cols = append(cols, pqread.Column{Name: SequenceNumberColumn}, pqread.Column{Name: ValueKindColumn})
 	}
-	for _, f := range target.Fields {
+	for _, f := range fields {
 		if ff, ok := fileSchema.Field(f.ID); ok {
 			cols = append(cols, pqread.Column{Name: ff.Name})
 		} else {
@@ -128,8 +171,15 @@ func (t *Table) ReadFile(ctx context.Context, target *Schema, e *ManifestEntry, 
 		return err
 	}
 	defer closeFn()
+	meta, err := pqread.Footer(src)
+	if err != nil {
+		return fmt.Errorf("%w: table %q: data file %s: %w", ErrCorrupt, t.name, name, err)
+	}
 	dv := opts.DeletionVector
-	err = pqread.Read(ctx, src, out, cols, pqread.Options{Allocator: t.mem, Path: name}, func(rec arrow.RecordBatch, first int64) error {
+	var rows int64
+	err = pqread.Read(ctx, src, out, cols, pqread.Options{Allocator: t.mem, Path: name, Meta: meta,
+		RowGroups: opts.RowGroups, BatchRows: opts.BatchRows}, func(rec arrow.RecordBatch, first int64) error {
+		rows += rec.NumRows()
 		if dv != nil && !dv.IsEmpty() {
 			kept, err := t.applyDV(ctx, rec, first, dv)
 			rec.Release()
@@ -138,13 +188,20 @@ func (t *Table) ReadFile(ctx context.Context, target *Schema, e *ManifestEntry, 
 			}
 			rec = kept
 		}
-		return fn(rec)
+		return fn(rec, first)
 	})
 	if err != nil {
 		if errors.Is(err, pqread.ErrCorrupt) || errors.Is(err, pqread.ErrCast) {
 			return fmt.Errorf("%w: table %q: %w", ErrCorrupt, t.name, err)
 		}
 		return fmt.Errorf("table %q: %w", t.name, err)
+	}
+	if opts.Stats != nil {
+		groups := int64(len(meta.RowGroups))
+		if opts.RowGroups != nil {
+			groups = int64(len(opts.RowGroups))
+		}
+		opts.Stats.FileRead(rows, groups)
 	}
 	return nil
 }

@@ -46,6 +46,12 @@ func (t *Table) Splits(ctx context.Context, s *Snapshot) ([]Split, error) {
 	if err != nil {
 		return nil, err
 	}
+	return splitsOf(live, index), nil
+}
+
+// splitsOf groups live data files by partition and bucket, ordered by
+// partition bytes and bucket, with the deletion vectors of index.
+func splitsOf(live []ManifestEntry, index []IndexEntry) []Split {
 	type key struct {
 		partition string
 		bucket    int
@@ -85,7 +91,7 @@ func (t *Table) Splits(ctx context.Context, s *Snapshot) ([]Split, error) {
 		}
 		return cmp.Compare(a.Bucket, b.Bucket)
 	})
-	return splits, nil
+	return splits
 }
 
 // checkReadable refuses what ReadSplit does not implement for a table of

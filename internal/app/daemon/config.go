@@ -73,6 +73,14 @@ type Config struct {
 	// in YAML; default false). They are served beside the catalog's
 	// Iceberg tables; a name both serve is refused at start.
 	Delta catalog.DeltaConfig `yaml:"delta"`
+	// Paimon says where Paimon tables are: the warehouse of a Paimon
+	// filesystem catalog (--paimon-warehouse, SLUICE_PAIMON_WAREHOUSE;
+	// paimon.warehouse in YAML), a local folder or an object-store URL,
+	// whose every table <db>.db/<table> is served as paimon.<db>.<table>,
+	// and whether symbolic links may lead out of a local one
+	// (--paimon-follow-symlinks; paimon.follow_symlinks in YAML; default
+	// false). A name the catalog also serves is refused at start.
+	Paimon catalog.PaimonConfig `yaml:"paimon"`
 	// Demo creates the demo table demo.orders when it is absent (--demo)
 	// and prints how to read it. It creates the warehouse directory when
 	// absent; an existing warehouse must hold a catalog, or be empty.
@@ -319,6 +327,9 @@ func (c Config) Validate() error {
 		return configError{err}
 	}
 	if err := c.Delta.Validate(); err != nil {
+		return configError{err}
+	}
+	if err := c.Paimon.Validate(); err != nil {
 		return configError{err}
 	}
 	if err := c.Auth.Validate(c.Listen); err != nil {

@@ -98,6 +98,10 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 		"serve every sub-folder of this folder holding a _delta_log as the Delta table delta.<sub-folder>")
 	fs.BoolVar(&c.Delta.FollowSymlinks, "delta-follow-symlinks", c.Delta.FollowSymlinks,
 		"read what symbolic links in the Delta root or a local Delta table point to outside it")
+	fs.StringVar(&c.Paimon.Warehouse, "paimon-warehouse", c.Paimon.Warehouse,
+		"serve every table <db>.db/<table> of this Paimon filesystem-catalog warehouse as paimon.<db>.<table>")
+	fs.BoolVar(&c.Paimon.FollowSymlinks, "paimon-follow-symlinks", c.Paimon.FollowSymlinks,
+		"read what symbolic links in a local Paimon warehouse point to outside it")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "create the demo table demo.orders when absent")
 	fs.StringVar(&c.ReadyFile, "ready-file", c.ReadyFile, "write the served address to this file once serving")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
@@ -337,6 +341,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_CATALOG_URI":        &cfg.Catalog.URI,
 		"SLUICE_CATALOG_NAME":       &cfg.Catalog.Name,
 		"SLUICE_DELTA_ROOT":         &cfg.Delta.Root,
+		"SLUICE_PAIMON_WAREHOUSE":   &cfg.Paimon.Warehouse,
 		"SLUICE_READY_FILE":         &cfg.ReadyFile,
 		"SLUICE_LOG_LEVEL":          &cfg.LogLevel,
 		"SLUICE_LOG_FORMAT":         &cfg.LogFormat,
@@ -363,6 +368,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_ALLOW_PUBLIC_METRICS":    &cfg.AllowPublicMetrics,
 		"SLUICE_WATCH_FILES":             &cfg.Follow.WatchFiles,
 		"SLUICE_DELTA_FOLLOW_SYMLINKS":   &cfg.Delta.FollowSymlinks,
+		"SLUICE_PAIMON_FOLLOW_SYMLINKS":  &cfg.Paimon.FollowSymlinks,
 		"SLUICE_CATALOG_FOLLOW_SYMLINKS": &cfg.Catalog.FollowSymlinks,
 	}
 	for k, p := range bools {

@@ -87,12 +87,23 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		notify = registry.NewFileNotifier(cfg.Catalog, cfg.Delta, cat, delta, log)
 		defer notify.Close()
 	}
-	tables := registry.New(cat, registry.Options{Authorizer: authz, Delta: delta, Notify: notify})
-	if err := tables.CheckDelta(ctx, log); err != nil {
-		if errors.Is(err, registry.ErrConfig) {
-			return configError{err}
+	var paimon *catalog.PaimonTables
+	if cfg.Paimon.Enabled() {
+		props, err := storageProperties(cfg)
+		if err != nil {
+			return err
 		}
-		return err
+		// Their requests outlive ctx, as the Delta tables' do.
+		paimon = catalog.NewPaimonTables(context.WithoutCancel(ctx), cfg.Paimon, props)
+	}
+	tables := registry.New(cat, registry.Options{Authorizer: authz, Delta: delta, Paimon: paimon, Notify: notify})
+	for _, check := range []func(context.Context, *slog.Logger) error{tables.CheckDelta, tables.CheckPaimon} {
+		if err := check(ctx, log); err != nil {
+			if errors.Is(err, registry.ErrConfig) {
+				return configError{err}
+			}
+			return err
+		}
 	}
 	engine := feed.New(tables, feed.Options{
 		ReadConcurrency: cfg.Engine.ReadConcurrency,
