@@ -143,6 +143,7 @@ func routeWindow(tbl Table, req Request) (*Verdict, bool, error) {
 			return nil, false, fmt.Errorf("%w: backend \"native\": Sluice cannot read the files of %s, which "+
 				"only Spark serves", ErrInvalidRequest, req.Table)
 		}
+		v.Backend = BackendNative
 		return &v, false, nil
 	}
 	if r.Backend == nil {

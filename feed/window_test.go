@@ -134,7 +134,8 @@ func TestRoutedWindow(t *testing.T) {
 		before := backend.reads
 		p, got, _ := read(t, routed, feed.Request{Table: tableName, Backend: feed.BackendNative})
 		sameChanges(t, got, h.wantInserts(0, 4))
-		if backend.reads != before || p.Backend == nil || p.Snapshots[0].Strategy != feed.StrategyAppend {
+		if backend.reads != before || p.Backend == nil || p.Backend.Backend != feed.BackendNative ||
+			p.Snapshots[0].Strategy != feed.StrategyAppend {
 			t.Fatalf("forced native went to the backend: %d reads, %+v", backend.reads-before, p.Snapshots[0])
 		}
 	})
