@@ -540,3 +540,6 @@ clean:
 
 # The Spark backend's test servers and test-spark (spark/, not part of test yet).
 include mk/spark.mk
+
+# The Spark servers run on Java 17 or newer.
+test-integration test-spark: | java
