@@ -145,7 +145,7 @@ func TestSparkDeltaServed(t *testing.T) {
     delta.plain: spark_catalog.default.plain
     delta.big: {name: spark_catalog.default.big, backend: spark}
 `, srv.Remote), "--delta-root", filepath.Join(dir, "spark-warehouse"), "--poll-interval", "200ms",
-		"--progress-dsn", filepath.Join(dir, "consumers.db"))
+		"--progress-dsn", filepath.Join(dir, "consumers.db"), "--log-level", "info")
 	ctx := t.Context()
 	c := dialGo(t, ctx, f.URI())
 
@@ -163,7 +163,9 @@ func TestSparkDeltaServed(t *testing.T) {
 	}
 
 	t.Run("windows through Spark equal the native feed", func(t *testing.T) {
-		rows := bothWays(t, ctx, c, sluice.ChangeRequest{Table: "delta.rt"})
+		// Spark pairs updates by row id; natively, a Delta table without
+		// the change data feed pairs them by the request's identity.
+		rows := bothWays(t, ctx, c, sluice.ChangeRequest{Table: "delta.rt", Identity: []string{"id"}})
 		want := []string{
 			`insert <nil> {[1] ["a"]} @1`, `insert <nil> {[2] ["b"]} @1`, `insert <nil> {[3] ["c"]} @1`, "snapshot 1 complete",
 			`update_before {[2] ["b"]} <nil> @2`, `update_after <nil> {[2] ["bb"]} @2`, "snapshot 2 complete",
@@ -176,7 +178,7 @@ func TestSparkDeltaServed(t *testing.T) {
 		}
 		from, to := int64(1), int64(3)
 		bothWays(t, ctx, c, sluice.ChangeRequest{Table: "delta.rt", FromSnapshot: &from, ToSnapshot: &to,
-			Columns: []string{"c"}})
+			Columns: []string{"c"}, Identity: []string{"id"}})
 	})
 	t.Run("what Spark is not asked for runs natively, or is refused when forced", func(t *testing.T) {
 		p, err := c.Explain(ctx, sluice.ChangeRequest{Table: "delta.rt", Filter: "id = 2"})
@@ -236,6 +238,39 @@ func TestSparkDeltaServed(t *testing.T) {
 		}
 	})
 
+	t.Run("a cancelled stream interrupts the Spark job", func(t *testing.T) {
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		rdr, err := c.Changes(rctx, sluice.ChangeRequest{Table: "delta.big"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b, err := range rdr.All() {
+			if err != nil {
+				t.Fatalf("%v\n%s", err, f.logs())
+			}
+			if b.Record.NumRows() > 0 {
+				break
+			}
+		}
+		cancel()
+		rdr.Release()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(f.logs(), "spark: interrupted an abandoned operation") {
+			if time.Now().After(deadline) {
+				t.Fatalf("flightd did not interrupt the Spark operation of a cancelled stream:\n%s", f.logs())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, l := range strings.Split(f.logs(), "\n") {
+			if strings.Contains(l, "spark: interrupted an abandoned operation") {
+				t.Log(l)
+				if strings.Contains(l, "interrupted=[]") {
+					t.Fatalf("the interrupt found no running operation: %s", l)
+				}
+			}
+		}
+	})
 	t.Run("a Spark server killed mid-stream is Unavailable", func(t *testing.T) {
 		rdr, err := c.Changes(ctx, sluice.ChangeRequest{Table: "delta.big", Columns: []string{"id", "pad"}})
 		if err != nil {
@@ -257,11 +292,10 @@ func TestSparkDeltaServed(t *testing.T) {
 		}
 		t.Logf("after the kill: %d rows in %d batches, then %v", rows, batches, readErr)
 		if sluice.Code(readErr) != codes.Unavailable {
-			t.Fatalf("the read ended with %v after %d of 300000 rows, want Unavailable", readErr, rows)
+			t.Fatalf("the read ended with %v after %d of 300000 rows, want Unavailable\n%s", readErr, rows, f.logs())
 		}
-		// delta.rt is auto: served natively now, with a verdict that says
-		// why (its cached verdict was forgotten only if a read failed; a
-		// new load of a table whose verdict was never cached asks again).
+		// delta.big's backend is spark: with its verdict forgotten after
+		// the failed read, it cannot be served until the server is back.
 		_, err = c.Explain(ctx, sluice.ChangeRequest{Table: "delta.big"})
 		if sluice.Code(err) != codes.Unavailable {
 			t.Fatalf("delta.big (backend: spark) after the kill: %v, want Unavailable", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/util"
 )
 
 // Backends that answer a table's windows (Request.Backend, Verdict.Backend).
@@ -288,7 +289,8 @@ func releaseRuns(runs []commitRun) {
 }
 
 // routedRuns casts a backend's batch to the plan's schema and cuts it into
-// runs of one commit each, of at most MaxBatchRows rows.
+// runs of one commit each, of at most MaxBatchRows rows and about
+// MaxBatchBytes bytes.
 func (e *Engine) routedRuns(ctx context.Context, p *Plan, rec arrow.RecordBatch) (runs []commitRun, err error) {
 	if rec.NumCols() != int64(p.schema.NumFields()) {
 		return nil, fmt.Errorf("%w: the backend's batch has %d columns, the change row %d", ErrInternal,
@@ -321,6 +323,12 @@ func (e *Engine) routedRuns(ctx context.Context, p *Plan, rec arrow.RecordBatch)
 		return nil, fmt.Errorf("%w: the change row has no int64 snapshot column", ErrInternal)
 	}
 	n := int(whole.NumRows())
+	// Rows per batch: MaxBatchRows, fewer when the backend's rows are
+	// wide (its batches may be far larger than a message may be).
+	limit := e.opts.MaxBatchRows
+	if size := util.TotalRecordSize(whole); n > 0 && size > 0 {
+		limit = max(1, min(limit, int(e.opts.MaxBatchBytes*int64(n)/size)))
+	}
 	for start := 0; start < n; {
 		if snaps.IsNull(start) {
 			releaseRuns(runs)
@@ -328,7 +336,7 @@ func (e *Engine) routedRuns(ctx context.Context, p *Plan, rec arrow.RecordBatch)
 		}
 		id := snaps.Value(start)
 		end := start + 1
-		for end < n && end-start < e.opts.MaxBatchRows && snaps.IsValid(end) && snaps.Value(end) == id {
+		for end < n && end-start < limit && snaps.IsValid(end) && snaps.Value(end) == id {
 			end++
 		}
 		runs = append(runs, commitRun{id: id, rec: whole.NewSlice(int64(start), int64(end))})
