@@ -200,6 +200,16 @@ func TestRoutedWindow(t *testing.T) {
 			t.Fatalf("%d flat rows, want 20", rows)
 		}
 	})
+	t.Run("batches bounded by bytes", func(t *testing.T) {
+		narrow := feed.New(routedCatalog{Catalog: h.cat, route: feed.Route{Backend: backend, Verdict: verdict,
+			Native: true}}, feed.Options{Allocator: mem, MaxBatchBytes: 1})
+		_, got, batches := read(t, narrow, feed.Request{Table: tableName})
+		sameChanges(t, got, h.wantInserts(0, 4))
+		// One row per batch, each snapshot's last one complete.
+		if len(batches) != 20 {
+			t.Fatalf("%d batches of 20 rows, want one row each", len(batches))
+		}
+	})
 	t.Run("listing", func(t *testing.T) {
 		tables, _, err := routed.ListTables(t.Context(), nil)
 		if err != nil || len(tables) != 1 || tables[0].Backend == nil || *tables[0].Backend != verdict {
