@@ -262,12 +262,13 @@ func TestSparkDeltaServed(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		// Whether Spark still ran the operation (interrupted=[id]) or had
+		// already produced every batch into the stream's flow-control
+		// window (interrupted=[]) is a matter of timing here; spark's
+		// TestSparkDelta42 cancels while Spark sorts, and checks the id.
 		for _, l := range strings.Split(f.logs(), "\n") {
 			if strings.Contains(l, "spark: interrupted an abandoned operation") {
 				t.Log(l)
-				if strings.Contains(l, "interrupted=[]") {
-					t.Fatalf("the interrupt found no running operation: %s", l)
-				}
 			}
 		}
 	})
