@@ -545,7 +545,11 @@ check-dist: dist
 clean:
 	rm -rf $(TMP)
 
-# The Spark backend's test servers and test-spark (spark/, not part of test yet).
+# The Spark backend's test servers, test-spark (spark/) and test-integration
+# (spark/ and e2e/spark_test.go: .ci/run runs it after test).
 include mk/spark.mk
 include mk/paimon.mk
 include mk/python-engines.mk
+
+# The Spark servers run on Java 17 or newer.
+test-integration test-spark: | java

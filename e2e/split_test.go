@@ -57,17 +57,24 @@ func readRows(r *sluice.ChangeReader) ([]string, error) {
 		if err != nil {
 			return out, err
 		}
-		rec := b.Record
-		ops := rec.Column(0).(*array.String)
-		for i := range int(rec.NumRows()) {
-			out = append(out, fmt.Sprintf("%s %s %s @%d", ops.Value(i), rec.Column(1).ValueStr(i),
-				rec.Column(2).ValueStr(i), b.Meta.Snapshot))
-		}
-		if b.Meta.SnapshotComplete {
-			out = append(out, fmt.Sprintf("snapshot %d complete", b.Meta.Snapshot))
-		}
+		out = append(out, batchLines(b)...)
 	}
 	return out, nil
+}
+
+// batchLines renders a batch's rows as readRows does.
+func batchLines(b sluice.ChangeBatch) []string {
+	var out []string
+	rec := b.Record
+	ops := rec.Column(0).(*array.String)
+	for i := range int(rec.NumRows()) {
+		out = append(out, fmt.Sprintf("%s %s %s @%d", ops.Value(i), rec.Column(1).ValueStr(i),
+			rec.Column(2).ValueStr(i), b.Meta.Snapshot))
+	}
+	if b.Meta.SnapshotComplete {
+		out = append(out, fmt.Sprintf("snapshot %d complete", b.Meta.Snapshot))
+	}
+	return out
 }
 
 // fileParts counts the endpoints whose part is a range of a snapshot's

@@ -205,6 +205,8 @@ type TableInfo struct {
 	FormatVersion   int    `json:"format_version"`
 	CurrentSnapshot *int64 `json:"current_snapshot"`
 	CommitSeq       int64  `json:"commit_seq"`
+	// Backend is the verdict of a table a WindowBackend may serve.
+	Backend *Verdict `json:"backend,omitempty"`
 }
 
 // load returns the table: the state pinned in ctx for it (see withTable),
@@ -334,7 +336,7 @@ func (e *Engine) ListTables(ctx context.Context, allow func(name string) bool) (
 		}
 		st := status(name, tbl)
 		tables = append(tables, TableInfo{Name: name, Format: tbl.Format(), FormatVersion: tbl.FormatVersion(),
-			CurrentSnapshot: st.Snapshot, CommitSeq: st.CommitSeq})
+			CurrentSnapshot: st.Snapshot, CommitSeq: st.CommitSeq, Backend: verdictOf(tbl)})
 	}
 	if len(tables) == 0 && len(skipped) > 0 {
 		return nil, skipped, fmt.Errorf("list tables: no table could be loaded: %w", skipped[0].Err)

@@ -67,6 +67,10 @@ type Plan struct {
 	Layout string `json:"layout,omitempty"`
 	// Snapshots has one entry per snapshot of the window, in lineage order.
 	Snapshots []SnapshotPlan `json:"snapshots"`
+	// Backend is the verdict of a table a WindowBackend may serve (nil
+	// for others): who answers this window, and why (see routeWindow).
+	Backend *Verdict `json:"backend,omitempty"`
+	routed  bool     // the window goes to the table's WindowBackend
 
 	FilesRead    int64 `json:"files_read"`
 	FilesSkipped int64 `json:"files_skipped"`
@@ -160,7 +164,7 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 			return nil, err
 		}
 	}
-	if len(snapshots) == 0 {
+	if len(snapshots) == 0 || p.routed && routedPlan(p, snapshots) {
 		return p, nil
 	}
 	opts := lake.PlanOptions{Table: p.Table, Stats: &e.stats}
@@ -220,6 +224,9 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 		return nil, window{}, err
 	}
 	p := &Plan{Table: req.Table, Format: tbl.Format(), From: w.from, Snapshots: []SnapshotPlan{}, tbl: tbl, to: w.to}
+	if p.Backend, p.routed, err = routeWindow(tbl, req); err != nil {
+		return nil, window{}, err
+	}
 	if w.to != nil {
 		to := w.to.ID
 		p.To = &to

@@ -26,6 +26,9 @@ import (
 // owns each yielded batch's Record and must release it. An error ends the
 // sequence; the changes yielded before it are then not the whole window.
 func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
+	if p.routed {
+		return e.tracked(e.flattened(ctx, p, e.readRouted(ctx, p)))
+	}
 	if p.NetChanges {
 		// The net changes are computed from every change, then filtered.
 		return e.tracked(e.flattened(ctx, p, func(yield func(Batch, error) bool) {

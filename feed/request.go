@@ -44,6 +44,9 @@ type Request struct {
 	// the changes its snapshots (or files) emit in the read of the whole
 	// window. Not with NetChanges.
 	Part *Part
+	// Backend forces the backend of a table a WindowBackend may serve:
+	// BackendNative or BackendSpark; empty means the table's verdict.
+	Backend string
 
 	// parsed is set by Parse: the request is valid and filter holds its
 	// parsed filter (nil without one), which planning binds to the
@@ -112,6 +115,9 @@ func (r Request) Validate() error {
 		return err
 	}
 	if err := r.validateLayout(); err != nil {
+		return err
+	}
+	if err := checkBackend(r.Backend); err != nil {
 		return err
 	}
 	return checkNames("identity", r.Identity)

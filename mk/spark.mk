@@ -19,7 +19,7 @@ SPARK42_PACKAGES := pyspark==4.2.0 io.delta:delta-spark_4.2_2.13:4.4.0
 SPARK41_PACKAGES := pyspark==4.1.4 org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0
 SPARK_INSTALL := internal/testkit/testsvc/sparkconnect/install.sh
 
-.PHONY: spark-connect test-spark
+.PHONY: spark-connect test-spark test-integration
 
 ## spark-connect: install the two Spark Connect servers of the Spark tests into .tmp/
 spark-connect: $(SPARK42_DIR)/.installed $(SPARK41_DIR)/.installed
@@ -34,3 +34,10 @@ $(SPARK41_DIR)/.installed: $(SPARK_INSTALL) internal/testkit/testsvc/sparkconnec
 test-spark: spark-connect
 	SLUICE_SPARK_CONNECT_42=$(SPARK42_DIR) SLUICE_SPARK_CONNECT_41=$(SPARK41_DIR) \
 		$(GO) test -race -count=1 -timeout 45m -v ./spark/...
+
+## test-integration: the slow tests against real Spark Connect servers (issue 22): spark's integration tests, then the e2e tests of tables served through Spark by a real flightd (e2e/spark_test.go); one Spark server at a time. .ci/run runs it after make test
+test-integration: spark-connect
+	SLUICE_SPARK_CONNECT_42=$(SPARK42_DIR) SLUICE_SPARK_CONNECT_41=$(SPARK41_DIR) \
+		$(GO) test -count=1 -timeout 45m -v ./spark/...
+	SLUICE_SPARK_CONNECT_42=$(SPARK42_DIR) SLUICE_SPARK_CONNECT_41=$(SPARK41_DIR) SLUICE_SKIP_PYTHON=1 \
+		$(GO) test -count=1 -timeout 30m -v -run 'TestSpark' ./e2e/

@@ -8,4 +8,13 @@
 // caller's read rights), and tells the engine of a followed table's
 // commits from file notifications (FileNotifier) where the files a commit
 // changes are local.
+//
+// With a Spark configuration (ServeSpark, SparkConfig), the tables it
+// names are routed to their Spark Connect servers: on its first load each
+// gets a verdict from spark.Session.Detect (cached while flightd runs,
+// forgotten after a failed read through Spark), and is returned as a
+// feed.Routed table whose windows a feed.WindowBackend reads through
+// Spark, or natively when the verdict or the request says so. Spark's
+// errors are given the engine's sentinel of the same meaning (feedError),
+// so that the server's gRPC codes apply.
 package registry

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/catalog"
@@ -65,6 +67,44 @@ type Tables struct {
 	// notify tells of the commits to followed tables from file
 	// notifications (nil: --watch-files=false).
 	notify *FileNotifier
+	// spark routes the tables of the Spark configuration (nil: none).
+	spark *sparkRouter
+}
+
+// ServeSpark routes the tables that cfg names to their Spark Connect
+// servers (see SparkConfig), logging each verdict to log; Close ends the
+// sessions. Call it before the tables are served.
+func (s *Tables) ServeSpark(cfg SparkConfig, mem memory.Allocator, log *slog.Logger) error {
+	if !cfg.Enabled() {
+		return nil
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	r, err := newSparkRouter(cfg, mem, log)
+	if err != nil {
+		return err
+	}
+	s.spark = r
+	return nil
+}
+
+// Collector returns the metric of the Spark verdicts,
+// sluice_table_backend{table, backend, chosen, fell_back} (nil without
+// Spark servers).
+func (s *Tables) Collector() prometheus.Collector {
+	if s.spark == nil {
+		return nil
+	}
+	return s.spark.verdicts
+}
+
+// Close ends the Spark sessions.
+func (s *Tables) Close() error {
+	if s.spark != nil {
+		s.spark.close()
+	}
+	return nil
 }
 
 // nameCheckInterval is how often a Delta or Paimon table's name is looked up in the
@@ -72,8 +112,18 @@ type Tables struct {
 // from being served within this time.
 const nameCheckInterval = 10 * time.Second
 
-// Load loads a table of any format.
+// Load loads a table of any format, routed to its Spark Connect
+// server when the Spark configuration names it (see ServeSpark).
 func (s *Tables) Load(ctx context.Context, name string) (feed.Table, error) {
+	tbl, err := s.loadNative(ctx, name)
+	if err != nil || s.spark == nil {
+		return tbl, err
+	}
+	return s.spark.route(ctx, name, tbl)
+}
+
+// loadNative loads a table of any format as Sluice reads it.
+func (s *Tables) loadNative(ctx context.Context, name string) (feed.Table, error) {
 	if s.paimon != nil && s.paimon.Has(name) {
 		if err := s.checkName(ctx, name, func() string { return "a Paimon table" }, ""); err != nil {
 			return nil, err

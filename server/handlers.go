@@ -47,7 +47,8 @@ func (l tableList) proto() *sluicev1.ListTablesResponse {
 	out := &sluicev1.ListTablesResponse{}
 	for _, t := range l.Tables {
 		out.Tables = append(out.Tables, &sluicev1.TableInfo{Name: t.Name, Format: t.Format,
-			FormatVersion: int32(t.FormatVersion), CurrentSnapshot: t.CurrentSnapshot, CommitSeq: t.CommitSeq})
+			FormatVersion: int32(t.FormatVersion), CurrentSnapshot: t.CurrentSnapshot, CommitSeq: t.CommitSeq,
+			Backend: verdictProto(t.Backend)})
 	}
 	return out
 }
@@ -115,7 +116,7 @@ func (s *Server) explain(ctx context.Context, r *request) (*feed.Plan, error) {
 func planProto(p *feed.Plan) *sluicev1.Plan {
 	out := &sluicev1.Plan{Table: p.Table, FromSnapshot: p.From, ToSnapshot: p.To, Columns: p.Columns,
 		Identity: p.Identity, Filter: p.Filter, FilesRead: p.FilesRead, FilesSkipped: p.FilesSkipped, BytesRead: p.BytesRead,
-		RecordsRead: p.RecordsRead, Format: p.Format}
+		RecordsRead: p.RecordsRead, Format: p.Format, Backend: verdictProto(p.Backend)}
 	for _, sp := range p.Snapshots {
 		ps := &sluicev1.SnapshotPlan{Snapshot: sp.ID, SequenceNumber: sp.SequenceNumber, CommitSeq: sp.CommitSeq,
 			TimestampMs: sp.TimestampMs, Operation: sp.Operation, Strategy: sp.Strategy, Reason: sp.Reason,
@@ -127,6 +128,16 @@ func planProto(p *feed.Plan) *sluicev1.Plan {
 		out.Snapshots = append(out.Snapshots, ps)
 	}
 	return out
+}
+
+// verdictProto is a table's backend verdict on the wire (nil: none).
+func verdictProto(v *feed.Verdict) *sluicev1.BackendVerdict {
+	if v == nil {
+		return nil
+	}
+	return &sluicev1.BackendVerdict{Backend: v.Backend, Remote: v.Remote, Chosen: v.Chosen,
+		ServerVersion: v.ServerVersion, NativeExpected: v.NativeExpected, NativeUsable: v.NativeUsable,
+		FellBack: v.FellBack, Reason: v.Reason}
 }
 
 func statusProto(st feed.TableStatus) *sluicev1.CommitSeqResponse {

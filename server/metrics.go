@@ -87,6 +87,12 @@ func (c tableLoads) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// Register adds a collector of metrics kept elsewhere (the tables'
+// backend verdicts); it panics on a metric already registered.
+func (m *Metrics) Register(c prometheus.Collector) {
+	m.registry.MustRegister(c)
+}
+
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})

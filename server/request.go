@@ -100,6 +100,7 @@ func validate(req *sluicev1.ChangeRequest) (*request, error) {
 		FoldUpdates:     req.GetFoldUpdates(),
 		NetChanges:      req.GetNetChanges(),
 		Layout:          req.GetLayout(),
+		Backend:         req.GetBackend(),
 	}
 	if !isStream(req) {
 		if err := checkSplit(req, &w); err != nil {

@@ -33,26 +33,27 @@ const DefaultPort = 15002
 
 // ParseRemote parses a Spark Connect URI. Errors wrap ErrInvalidRequest.
 func ParseRemote(uri string) (Remote, error) {
+	shown := redactURI(uri)
 	rest, ok := strings.CutPrefix(uri, "sc://")
 	if !ok {
-		return Remote{}, fmt.Errorf("%w: Spark Connect URI %q does not start with sc://", ErrInvalidRequest, uri)
+		return Remote{}, fmt.Errorf("%w: Spark Connect URI %q does not start with sc://", ErrInvalidRequest, shown)
 	}
 	hostport, params, _ := strings.Cut(rest, "/")
 	r := Remote{Port: DefaultPort, UserID: "sluice", UserAgent: "sluice"}
 	if hostport == "" {
-		return Remote{}, fmt.Errorf("%w: Spark Connect URI %q has no host", ErrInvalidRequest, uri)
+		return Remote{}, fmt.Errorf("%w: Spark Connect URI %q has no host", ErrInvalidRequest, shown)
 	}
 	if h, p, err := net.SplitHostPort(hostport); err == nil {
 		port, err := strconv.Atoi(p)
 		if err != nil || port <= 0 || port > 65535 {
-			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: bad port %q", ErrInvalidRequest, uri, p)
+			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: bad port %q", ErrInvalidRequest, shown, p)
 		}
 		r.Host, r.Port = h, port
 	} else {
 		r.Host = hostport
 	}
 	if params != "" && !strings.HasPrefix(params, ";") {
-		return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: parameters follow \"/;\"", ErrInvalidRequest, uri)
+		return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: parameters follow \"/;\"", ErrInvalidRequest, shown)
 	}
 	for _, kv := range strings.Split(strings.TrimPrefix(params, ";"), ";") {
 		if kv == "" {
@@ -60,11 +61,11 @@ func ParseRemote(uri string) (Remote, error) {
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: parameter %q has no value", ErrInvalidRequest, uri, k)
+			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: parameter %q has no value", ErrInvalidRequest, shown, k)
 		}
 		v, err := url.QueryUnescape(v)
 		if err != nil {
-			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: parameter %q: %v", ErrInvalidRequest, uri, k, err)
+			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: parameter %q: %v", ErrInvalidRequest, shown, k, err)
 		}
 		switch k {
 		case "token":
@@ -72,7 +73,7 @@ func ParseRemote(uri string) (Remote, error) {
 		case "use_ssl":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: use_ssl=%q", ErrInvalidRequest, uri, v)
+				return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: use_ssl=%q", ErrInvalidRequest, shown, v)
 			}
 			r.TLS = b || r.Token != ""
 		case "user_id":
@@ -82,11 +83,11 @@ func ParseRemote(uri string) (Remote, error) {
 		case "session_id":
 			// A session of its own per Session: an id from the URI would
 			// be shared by every Session dialled with it.
-			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: session_id is chosen by Sluice", ErrInvalidRequest, uri)
+			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: session_id is chosen by Sluice", ErrInvalidRequest, shown)
 		default:
 			// Spark's clients send unknown parameters as headers; Sluice
 			// knows no others and refuses them rather than guess.
-			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: unknown parameter %q", ErrInvalidRequest, uri, k)
+			return Remote{}, fmt.Errorf("%w: Spark Connect URI %q: unknown parameter %q", ErrInvalidRequest, shown, k)
 		}
 	}
 	return r, nil
@@ -102,4 +103,20 @@ func (r Remote) String() string {
 		s += "/;use_ssl=true"
 	}
 	return s
+}
+
+// redactURI returns uri for messages: its parameters' values (a token)
+// left out.
+func redactURI(uri string) string {
+	base, params, ok := strings.Cut(uri, "/;")
+	if !ok {
+		return uri
+	}
+	var names []string
+	for _, kv := range strings.Split(params, ";") {
+		if k, _, _ := strings.Cut(kv, "="); k != "" {
+			names = append(names, k+"=…")
+		}
+	}
+	return base + "/;" + strings.Join(names, ";")
 }

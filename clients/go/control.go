@@ -38,6 +38,41 @@ type TableInfo struct {
 	CurrentSnapshot *int64
 	// CommitSeq is the table's commit sequence.
 	CommitSeq int64
+	// Backend is the verdict of a table the server routes to a Spark
+	// Connect server; nil for others.
+	Backend *BackendVerdict
+}
+
+// BackendVerdict is how a table the server routes to a Spark Connect
+// server is served, and why.
+type BackendVerdict struct {
+	// Backend is who computes its windows by default (in a Plan: this
+	// window): "spark" or "native".
+	Backend string
+	// Remote is the Spark Connect server, without credentials.
+	Remote string
+	// Chosen is the engine: "spark_native", "iceberg_changelog_view" or
+	// "native".
+	Chosen string
+	// ServerVersion is the Spark server's version ("" when not asked).
+	ServerVersion string
+	// NativeExpected says the server's version has CHANGES.
+	NativeExpected bool
+	// NativeUsable says CHANGES resolved on the table.
+	NativeUsable bool
+	// FellBack says a better engine was refused, or could not be asked.
+	FellBack bool
+	// Reason says why, with Spark's own error text.
+	Reason string
+}
+
+func verdictOf(v *sluicev1.BackendVerdict) *BackendVerdict {
+	if v == nil {
+		return nil
+	}
+	return &BackendVerdict{Backend: v.GetBackend(), Remote: v.GetRemote(), Chosen: v.GetChosen(),
+		ServerVersion: v.GetServerVersion(), NativeExpected: v.GetNativeExpected(), NativeUsable: v.GetNativeUsable(),
+		FellBack: v.GetFellBack(), Reason: v.GetReason()}
 }
 
 // Snapshot describes one snapshot of a table's lineage.
@@ -88,6 +123,10 @@ type Plan struct {
 	BytesRead int64
 	// RecordsRead is the number of records in the files read.
 	RecordsRead int64
+	// Backend is the verdict of a table the server routes to a Spark
+	// Connect server (Backend.Backend: who computes this window); nil for
+	// others.
+	Backend *BackendVerdict
 }
 
 // SnapshotPlan is how one snapshot of a window is read.
@@ -193,7 +232,7 @@ func (c *Client) ListTables(ctx context.Context) ([]TableInfo, error) {
 	out := make([]TableInfo, 0, len(resp.GetTables()))
 	for _, t := range resp.GetTables() {
 		out = append(out, TableInfo{Name: t.GetName(), Format: t.GetFormat(), FormatVersion: int(t.GetFormatVersion()),
-			CurrentSnapshot: copyInt64(t.CurrentSnapshot), CommitSeq: t.GetCommitSeq()})
+			CurrentSnapshot: copyInt64(t.CurrentSnapshot), CommitSeq: t.GetCommitSeq(), Backend: verdictOf(t.GetBackend())})
 	}
 	return out, nil
 }
@@ -229,7 +268,7 @@ func (c *Client) Explain(ctx context.Context, req ChangeRequest) (*Plan, error) 
 	p := &Plan{Table: resp.GetTable(), FromSnapshot: copyInt64(resp.FromSnapshot), ToSnapshot: copyInt64(resp.ToSnapshot),
 		Columns: resp.GetColumns(), Identity: resp.GetIdentity(), Snapshots: make([]SnapshotPlan, 0, len(resp.GetSnapshots())),
 		FilesRead: resp.GetFilesRead(), FilesSkipped: resp.GetFilesSkipped(), BytesRead: resp.GetBytesRead(),
-		RecordsRead: resp.GetRecordsRead()}
+		RecordsRead: resp.GetRecordsRead(), Backend: verdictOf(resp.GetBackend())}
 	for _, sp := range resp.GetSnapshots() {
 		s := SnapshotPlan{Snapshot: sp.GetSnapshot(), SequenceNumber: sp.GetSequenceNumber(), CommitSeq: sp.GetCommitSeq(),
 			TimestampMs: sp.GetTimestampMs(), Operation: sp.GetOperation(), Strategy: sp.GetStrategy(),

@@ -57,6 +57,10 @@ type ChangeRequest struct {
 	// _commit_timestamp, as Delta's change data feed returns them). Not
 	// LayoutFlat with FoldUpdates.
 	Layout string
+	// Backend forces who computes the window of a table the server routes
+	// to a Spark Connect server: "native" or "spark"; "" (the default) is
+	// the table's verdict (TableInfo.Backend).
+	Backend string
 	// MaxEndpoints asks Client.Endpoints to split the window into at most
 	// this many endpoints, to read in parallel (0 or 1: one). Changes reads
 	// them one after the other.
@@ -107,6 +111,7 @@ func (r ChangeRequest) proto(op string) (*sluicev1.ChangeRequest, error) {
 		NetChanges:      r.NetChanges,
 		Compression:     r.Compression,
 		Layout:          r.Layout,
+		Backend:         r.Backend,
 		MaxEndpoints:    uint32(min(max(r.MaxEndpoints, 0), math.MaxUint32)),
 	}, nil
 }

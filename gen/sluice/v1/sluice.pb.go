@@ -119,7 +119,15 @@ type ChangeRequest struct {
 	// snapshot id or Delta version) and _commit_timestamp (timestamp[us,
 	// UTC]), as Delta's change data feed and Spark's CHANGES return them.
 	// Not with fold_updates (INVALID_ARGUMENT).
-	Layout        string `protobuf:"bytes,17,opt,name=layout,proto3" json:"layout,omitempty"`
+	Layout string `protobuf:"bytes,17,opt,name=layout,proto3" json:"layout,omitempty"`
+	// The backend that computes the window, for a table configured for a
+	// Spark Connect server: "native" (Sluice reads the files) or "spark"
+	// (Spark's own change engine); "" (the default) is the table's verdict.
+	// Another value, or "spark" for a table no server is configured for, or
+	// "native" for one only Spark serves, is INVALID_ARGUMENT; "spark" where
+	// no Spark engine serves the table, or with what Spark is not asked for
+	// (filter, fold_updates, net_changes, part), FAILED_PRECONDITION.
+	Backend       string `protobuf:"bytes,18,opt,name=backend,proto3" json:"backend,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -269,6 +277,13 @@ func (x *ChangeRequest) GetPart() *WindowPart {
 func (x *ChangeRequest) GetLayout() string {
 	if x != nil {
 		return x.Layout
+	}
+	return ""
+}
+
+func (x *ChangeRequest) GetBackend() string {
+	if x != nil {
+		return x.Backend
 	}
 	return ""
 }
@@ -1070,8 +1085,11 @@ type TableInfo struct {
 	// The current snapshot of the main branch; absent for an empty table.
 	CurrentSnapshot *int64 `protobuf:"varint,4,opt,name=current_snapshot,json=currentSnapshot,proto3,oneof" json:"current_snapshot,omitempty"`
 	CommitSeq       int64  `protobuf:"varint,5,opt,name=commit_seq,json=commitSeq,proto3" json:"commit_seq,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The backend verdict of a table configured for a Spark Connect server;
+	// absent for others.
+	Backend       *BackendVerdict `protobuf:"bytes,6,opt,name=backend,proto3" json:"backend,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TableInfo) Reset() {
@@ -1139,6 +1157,124 @@ func (x *TableInfo) GetCommitSeq() int64 {
 	return 0
 }
 
+func (x *TableInfo) GetBackend() *BackendVerdict {
+	if x != nil {
+		return x.Backend
+	}
+	return nil
+}
+
+// BackendVerdict is how a table configured for a Spark Connect server is
+// served, and why: never silent.
+type BackendVerdict struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Who answers its windows by default: "spark" or "native".
+	Backend string `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	// The Spark Connect server, without credentials.
+	Remote string `protobuf:"bytes,2,opt,name=remote,proto3" json:"remote,omitempty"`
+	// The engine: "spark_native" (Spark 4.2's CHANGES),
+	// "iceberg_changelog_view" (Iceberg's create_changelog_view) or "native".
+	Chosen string `protobuf:"bytes,3,opt,name=chosen,proto3" json:"chosen,omitempty"`
+	// The Spark server's version ("" when it was not asked).
+	ServerVersion string `protobuf:"bytes,4,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
+	// The server's version has CHANGES (4.2 or newer).
+	NativeExpected bool `protobuf:"varint,5,opt,name=native_expected,json=nativeExpected,proto3" json:"native_expected,omitempty"`
+	// CHANGES resolved on the table.
+	NativeUsable bool `protobuf:"varint,6,opt,name=native_usable,json=nativeUsable,proto3" json:"native_usable,omitempty"`
+	// A better engine was refused, or could not be asked.
+	FellBack bool `protobuf:"varint,7,opt,name=fell_back,json=fellBack,proto3" json:"fell_back,omitempty"`
+	// Why, with Spark's own error text.
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackendVerdict) Reset() {
+	*x = BackendVerdict{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendVerdict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendVerdict) ProtoMessage() {}
+
+func (x *BackendVerdict) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendVerdict.ProtoReflect.Descriptor instead.
+func (*BackendVerdict) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *BackendVerdict) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *BackendVerdict) GetRemote() string {
+	if x != nil {
+		return x.Remote
+	}
+	return ""
+}
+
+func (x *BackendVerdict) GetChosen() string {
+	if x != nil {
+		return x.Chosen
+	}
+	return ""
+}
+
+func (x *BackendVerdict) GetServerVersion() string {
+	if x != nil {
+		return x.ServerVersion
+	}
+	return ""
+}
+
+func (x *BackendVerdict) GetNativeExpected() bool {
+	if x != nil {
+		return x.NativeExpected
+	}
+	return false
+}
+
+func (x *BackendVerdict) GetNativeUsable() bool {
+	if x != nil {
+		return x.NativeUsable
+	}
+	return false
+}
+
+func (x *BackendVerdict) GetFellBack() bool {
+	if x != nil {
+		return x.FellBack
+	}
+	return false
+}
+
+func (x *BackendVerdict) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // ListSnapshotsRequest names the table.
 type ListSnapshotsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1149,7 +1285,7 @@ type ListSnapshotsRequest struct {
 
 func (x *ListSnapshotsRequest) Reset() {
 	*x = ListSnapshotsRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1297,7 @@ func (x *ListSnapshotsRequest) String() string {
 func (*ListSnapshotsRequest) ProtoMessage() {}
 
 func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1310,7 @@ func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{15}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListSnapshotsRequest) GetTable() string {
@@ -1195,7 +1331,7 @@ type ListSnapshotsResponse struct {
 
 func (x *ListSnapshotsResponse) Reset() {
 	*x = ListSnapshotsResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1207,7 +1343,7 @@ func (x *ListSnapshotsResponse) String() string {
 func (*ListSnapshotsResponse) ProtoMessage() {}
 
 func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1220,7 +1356,7 @@ func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{16}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListSnapshotsResponse) GetTable() string {
@@ -1255,7 +1391,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1267,7 +1403,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1280,7 +1416,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{17}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SnapshotInfo) GetSnapshot() int64 {
@@ -1360,14 +1496,17 @@ type Plan struct {
 	// The row filter, as written.
 	Filter string `protobuf:"bytes,11,opt,name=filter,proto3" json:"filter,omitempty"`
 	// The table's format: iceberg or delta.
-	Format        string `protobuf:"bytes,12,opt,name=format,proto3" json:"format,omitempty"`
+	Format string `protobuf:"bytes,12,opt,name=format,proto3" json:"format,omitempty"`
+	// The backend verdict of a table configured for a Spark Connect server
+	// (backend: who computes this window); absent for others.
+	Backend       *BackendVerdict `protobuf:"bytes,13,opt,name=backend,proto3" json:"backend,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1518,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1531,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{18}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Plan) GetTable() string {
@@ -1479,6 +1618,13 @@ func (x *Plan) GetFormat() string {
 	return ""
 }
 
+func (x *Plan) GetBackend() *BackendVerdict {
+	if x != nil {
+		return x.Backend
+	}
+	return nil
+}
+
 // SnapshotPlan is the plan of one snapshot of the window.
 type SnapshotPlan struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1505,7 +1651,7 @@ type SnapshotPlan struct {
 
 func (x *SnapshotPlan) Reset() {
 	*x = SnapshotPlan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1663,7 @@ func (x *SnapshotPlan) String() string {
 func (*SnapshotPlan) ProtoMessage() {}
 
 func (x *SnapshotPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1676,7 @@ func (x *SnapshotPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPlan.ProtoReflect.Descriptor instead.
 func (*SnapshotPlan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{19}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SnapshotPlan) GetSnapshot() int64 {
@@ -1626,7 +1772,7 @@ type FilePlan struct {
 
 func (x *FilePlan) Reset() {
 	*x = FilePlan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1784,7 @@ func (x *FilePlan) String() string {
 func (*FilePlan) ProtoMessage() {}
 
 func (x *FilePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1797,7 @@ func (x *FilePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilePlan.ProtoReflect.Descriptor instead.
 func (*FilePlan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{20}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FilePlan) GetPath() string {
@@ -1693,7 +1839,7 @@ var File_sluice_v1_sluice_proto protoreflect.FileDescriptor
 
 const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\n" +
-	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\x85\x05\n" +
+	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\x9f\x05\n" +
 	"\rChangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12/\n" +
@@ -1714,7 +1860,8 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\vcompression\x18\x0e \x01(\tR\vcompression\x12#\n" +
 	"\rmax_endpoints\x18\x0f \x01(\rR\fmaxEndpoints\x12)\n" +
 	"\x04part\x18\x10 \x01(\v2\x15.sluice.v1.WindowPartR\x04part\x12\x16\n" +
-	"\x06layout\x18\x11 \x01(\tR\x06layoutB\x10\n" +
+	"\x06layout\x18\x11 \x01(\tR\x06layout\x12\x18\n" +
+	"\abackend\x18\x12 \x01(\tR\abackendB\x10\n" +
 	"\x0e_from_snapshotB\x14\n" +
 	"\x12_from_timestamp_msB\x0e\n" +
 	"\f_to_snapshotB\x12\n" +
@@ -1775,15 +1922,25 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\t_snapshot\"\x13\n" +
 	"\x11ListTablesRequest\"B\n" +
 	"\x12ListTablesResponse\x12,\n" +
-	"\x06tables\x18\x01 \x03(\v2\x14.sluice.v1.TableInfoR\x06tables\"\xc2\x01\n" +
+	"\x06tables\x18\x01 \x03(\v2\x14.sluice.v1.TableInfoR\x06tables\"\xf7\x01\n" +
 	"\tTableInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12%\n" +
 	"\x0eformat_version\x18\x03 \x01(\x05R\rformatVersion\x12.\n" +
 	"\x10current_snapshot\x18\x04 \x01(\x03H\x00R\x0fcurrentSnapshot\x88\x01\x01\x12\x1d\n" +
 	"\n" +
-	"commit_seq\x18\x05 \x01(\x03R\tcommitSeqB\x13\n" +
-	"\x11_current_snapshot\",\n" +
+	"commit_seq\x18\x05 \x01(\x03R\tcommitSeq\x123\n" +
+	"\abackend\x18\x06 \x01(\v2\x19.sluice.v1.BackendVerdictR\abackendB\x13\n" +
+	"\x11_current_snapshot\"\x84\x02\n" +
+	"\x0eBackendVerdict\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12\x16\n" +
+	"\x06remote\x18\x02 \x01(\tR\x06remote\x12\x16\n" +
+	"\x06chosen\x18\x03 \x01(\tR\x06chosen\x12%\n" +
+	"\x0eserver_version\x18\x04 \x01(\tR\rserverVersion\x12'\n" +
+	"\x0fnative_expected\x18\x05 \x01(\bR\x0enativeExpected\x12#\n" +
+	"\rnative_usable\x18\x06 \x01(\bR\fnativeUsable\x12\x1b\n" +
+	"\tfell_back\x18\a \x01(\bR\bfellBack\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\",\n" +
 	"\x14ListSnapshotsRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\"d\n" +
 	"\x15ListSnapshotsResponse\x12\x14\n" +
@@ -1802,7 +1959,7 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\fSummaryEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
-	"\a_parent\"\xb1\x03\n" +
+	"\a_parent\"\xe6\x03\n" +
 	"\x04Plan\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12$\n" +
@@ -1819,7 +1976,8 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\frecords_read\x18\n" +
 	" \x01(\x03R\vrecordsRead\x12\x16\n" +
 	"\x06filter\x18\v \x01(\tR\x06filter\x12\x16\n" +
-	"\x06format\x18\f \x01(\tR\x06formatB\x10\n" +
+	"\x06format\x18\f \x01(\tR\x06format\x123\n" +
+	"\abackend\x18\r \x01(\v2\x19.sluice.v1.BackendVerdictR\abackendB\x10\n" +
 	"\x0e_from_snapshotB\x0e\n" +
 	"\f_to_snapshot\"\xf9\x02\n" +
 	"\fSnapshotPlan\x12\x1a\n" +
@@ -1867,7 +2025,7 @@ func file_sluice_v1_sluice_proto_rawDescGZIP() []byte {
 	return file_sluice_v1_sluice_proto_rawDescData
 }
 
-var file_sluice_v1_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_sluice_v1_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_sluice_v1_sluice_proto_goTypes = []any{
 	(*ChangeRequest)(nil),           // 0: sluice.v1.ChangeRequest
 	(*WindowPart)(nil),              // 1: sluice.v1.WindowPart
@@ -1884,45 +2042,48 @@ var file_sluice_v1_sluice_proto_goTypes = []any{
 	(*ListTablesRequest)(nil),       // 12: sluice.v1.ListTablesRequest
 	(*ListTablesResponse)(nil),      // 13: sluice.v1.ListTablesResponse
 	(*TableInfo)(nil),               // 14: sluice.v1.TableInfo
-	(*ListSnapshotsRequest)(nil),    // 15: sluice.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),   // 16: sluice.v1.ListSnapshotsResponse
-	(*SnapshotInfo)(nil),            // 17: sluice.v1.SnapshotInfo
-	(*Plan)(nil),                    // 18: sluice.v1.Plan
-	(*SnapshotPlan)(nil),            // 19: sluice.v1.SnapshotPlan
-	(*FilePlan)(nil),                // 20: sluice.v1.FilePlan
-	nil,                             // 21: sluice.v1.SnapshotInfo.SummaryEntry
+	(*BackendVerdict)(nil),          // 15: sluice.v1.BackendVerdict
+	(*ListSnapshotsRequest)(nil),    // 16: sluice.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 17: sluice.v1.ListSnapshotsResponse
+	(*SnapshotInfo)(nil),            // 18: sluice.v1.SnapshotInfo
+	(*Plan)(nil),                    // 19: sluice.v1.Plan
+	(*SnapshotPlan)(nil),            // 20: sluice.v1.SnapshotPlan
+	(*FilePlan)(nil),                // 21: sluice.v1.FilePlan
+	nil,                             // 22: sluice.v1.SnapshotInfo.SummaryEntry
 }
 var file_sluice_v1_sluice_proto_depIdxs = []int32{
 	1,  // 0: sluice.v1.ChangeRequest.part:type_name -> sluice.v1.WindowPart
 	4,  // 1: sluice.v1.ListConsumersResponse.consumers:type_name -> sluice.v1.ConsumerProgress
 	14, // 2: sluice.v1.ListTablesResponse.tables:type_name -> sluice.v1.TableInfo
-	17, // 3: sluice.v1.ListSnapshotsResponse.snapshots:type_name -> sluice.v1.SnapshotInfo
-	21, // 4: sluice.v1.SnapshotInfo.summary:type_name -> sluice.v1.SnapshotInfo.SummaryEntry
-	19, // 5: sluice.v1.Plan.snapshots:type_name -> sluice.v1.SnapshotPlan
-	20, // 6: sluice.v1.SnapshotPlan.files:type_name -> sluice.v1.FilePlan
-	10, // 7: sluice.v1.ControlService.CommitSeq:input_type -> sluice.v1.CommitSeqRequest
-	12, // 8: sluice.v1.ControlService.ListTables:input_type -> sluice.v1.ListTablesRequest
-	15, // 9: sluice.v1.ControlService.ListSnapshots:input_type -> sluice.v1.ListSnapshotsRequest
-	0,  // 10: sluice.v1.ControlService.Explain:input_type -> sluice.v1.ChangeRequest
-	2,  // 11: sluice.v1.ControlService.Ack:input_type -> sluice.v1.AckRequest
-	3,  // 12: sluice.v1.ControlService.GetConsumerProgress:input_type -> sluice.v1.ConsumerProgressRequest
-	5,  // 13: sluice.v1.ControlService.ListConsumers:input_type -> sluice.v1.ListConsumersRequest
-	7,  // 14: sluice.v1.ControlService.ResetConsumer:input_type -> sluice.v1.ResetConsumerRequest
-	9,  // 15: sluice.v1.ControlService.WatchCommits:input_type -> sluice.v1.WatchCommitsRequest
-	11, // 16: sluice.v1.ControlService.CommitSeq:output_type -> sluice.v1.CommitSeqResponse
-	13, // 17: sluice.v1.ControlService.ListTables:output_type -> sluice.v1.ListTablesResponse
-	16, // 18: sluice.v1.ControlService.ListSnapshots:output_type -> sluice.v1.ListSnapshotsResponse
-	18, // 19: sluice.v1.ControlService.Explain:output_type -> sluice.v1.Plan
-	4,  // 20: sluice.v1.ControlService.Ack:output_type -> sluice.v1.ConsumerProgress
-	4,  // 21: sluice.v1.ControlService.GetConsumerProgress:output_type -> sluice.v1.ConsumerProgress
-	6,  // 22: sluice.v1.ControlService.ListConsumers:output_type -> sluice.v1.ListConsumersResponse
-	8,  // 23: sluice.v1.ControlService.ResetConsumer:output_type -> sluice.v1.ResetConsumerResponse
-	11, // 24: sluice.v1.ControlService.WatchCommits:output_type -> sluice.v1.CommitSeqResponse
-	16, // [16:25] is the sub-list for method output_type
-	7,  // [7:16] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	15, // 3: sluice.v1.TableInfo.backend:type_name -> sluice.v1.BackendVerdict
+	18, // 4: sluice.v1.ListSnapshotsResponse.snapshots:type_name -> sluice.v1.SnapshotInfo
+	22, // 5: sluice.v1.SnapshotInfo.summary:type_name -> sluice.v1.SnapshotInfo.SummaryEntry
+	20, // 6: sluice.v1.Plan.snapshots:type_name -> sluice.v1.SnapshotPlan
+	15, // 7: sluice.v1.Plan.backend:type_name -> sluice.v1.BackendVerdict
+	21, // 8: sluice.v1.SnapshotPlan.files:type_name -> sluice.v1.FilePlan
+	10, // 9: sluice.v1.ControlService.CommitSeq:input_type -> sluice.v1.CommitSeqRequest
+	12, // 10: sluice.v1.ControlService.ListTables:input_type -> sluice.v1.ListTablesRequest
+	16, // 11: sluice.v1.ControlService.ListSnapshots:input_type -> sluice.v1.ListSnapshotsRequest
+	0,  // 12: sluice.v1.ControlService.Explain:input_type -> sluice.v1.ChangeRequest
+	2,  // 13: sluice.v1.ControlService.Ack:input_type -> sluice.v1.AckRequest
+	3,  // 14: sluice.v1.ControlService.GetConsumerProgress:input_type -> sluice.v1.ConsumerProgressRequest
+	5,  // 15: sluice.v1.ControlService.ListConsumers:input_type -> sluice.v1.ListConsumersRequest
+	7,  // 16: sluice.v1.ControlService.ResetConsumer:input_type -> sluice.v1.ResetConsumerRequest
+	9,  // 17: sluice.v1.ControlService.WatchCommits:input_type -> sluice.v1.WatchCommitsRequest
+	11, // 18: sluice.v1.ControlService.CommitSeq:output_type -> sluice.v1.CommitSeqResponse
+	13, // 19: sluice.v1.ControlService.ListTables:output_type -> sluice.v1.ListTablesResponse
+	17, // 20: sluice.v1.ControlService.ListSnapshots:output_type -> sluice.v1.ListSnapshotsResponse
+	19, // 21: sluice.v1.ControlService.Explain:output_type -> sluice.v1.Plan
+	4,  // 22: sluice.v1.ControlService.Ack:output_type -> sluice.v1.ConsumerProgress
+	4,  // 23: sluice.v1.ControlService.GetConsumerProgress:output_type -> sluice.v1.ConsumerProgress
+	6,  // 24: sluice.v1.ControlService.ListConsumers:output_type -> sluice.v1.ListConsumersResponse
+	8,  // 25: sluice.v1.ControlService.ResetConsumer:output_type -> sluice.v1.ResetConsumerResponse
+	11, // 26: sluice.v1.ControlService.WatchCommits:output_type -> sluice.v1.CommitSeqResponse
+	18, // [18:27] is the sub-list for method output_type
+	9,  // [9:18] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_sluice_v1_sluice_proto_init() }
@@ -1933,15 +2094,15 @@ func file_sluice_v1_sluice_proto_init() {
 	file_sluice_v1_sluice_proto_msgTypes[0].OneofWrappers = []any{}
 	file_sluice_v1_sluice_proto_msgTypes[11].OneofWrappers = []any{}
 	file_sluice_v1_sluice_proto_msgTypes[14].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[17].OneofWrappers = []any{}
 	file_sluice_v1_sluice_proto_msgTypes[18].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_v1_sluice_proto_rawDesc), len(file_sluice_v1_sluice_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

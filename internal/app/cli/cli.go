@@ -50,7 +50,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		tablesCommand(), snapshotsCommand(), statusCommand(), changesCommand(),
-		tailCommand(), explainCommand(), versionCommand(),
+		tailCommand(), explainCommand(), compareCommand(), versionCommand(),
 	}
 }
 

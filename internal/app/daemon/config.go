@@ -16,6 +16,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/internal/app/console"
+	"github.com/sluicefeed/sluice/registry"
 	"github.com/sluicefeed/sluice/server"
 )
 
@@ -81,6 +82,19 @@ type Config struct {
 	// (--paimon-follow-symlinks; paimon.follow_symlinks in YAML; default
 	// false). A name the catalog also serves is refused at start.
 	Paimon catalog.PaimonConfig `yaml:"paimon"`
+	// Spark names the Spark Connect servers that may serve tables through
+	// Spark's own change engines (YAML spark:, one server as a mapping or
+	// several as a list, each with remote, tables, namespaces and backend;
+	// see registry.SparkConfig and docs/OPERATIONS.md). Default: none.
+	// Each table they route gets a verdict (explain, list_tables, the
+	// sluice_table_backend metric, a log line).
+	Spark registry.SparkConfig `yaml:"spark"`
+	// SparkConnect is the remote of the only Spark Connect server
+	// (--spark-connect sc://host:15002, SLUICE_SPARK_CONNECT; a token and
+	// TLS as Spark Connect URIs spell them: sc://host:15002/;token=T).
+	// It overrides spark.remote; with several servers in YAML it is an
+	// error.
+	SparkConnect string `yaml:"-"`
 	// Demo creates the demo table demo.orders when it is absent (--demo)
 	// and prints how to read it. It creates the warehouse directory when
 	// absent; an existing warehouse must hold a catalog, or be empty.
@@ -291,6 +305,12 @@ type EngineConfig struct {
 	DecodeCacheTTL time.Duration `yaml:"decode_cache_ttl"`
 }
 
+// SparkServers returns the Spark Connect servers: Spark with the remote of
+// --spark-connect applied.
+func (c Config) SparkServers() (registry.SparkConfig, error) {
+	return c.Spark.WithRemote(c.SparkConnect)
+}
+
 // DefaultConfig returns the configuration with every default set.
 func DefaultConfig() Config {
 	// The warehouse's default depends on the catalog type (a rest catalog
@@ -330,6 +350,11 @@ func (c Config) Validate() error {
 		return configError{err}
 	}
 	if err := c.Paimon.Validate(); err != nil {
+		return configError{err}
+	}
+	if sc, err := c.SparkServers(); err != nil {
+		return configError{err}
+	} else if err := sc.Validate(); err != nil {
 		return configError{err}
 	}
 	if err := c.Auth.Validate(c.Listen); err != nil {

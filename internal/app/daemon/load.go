@@ -96,6 +96,8 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	dur(&c.Catalog.StartTimeout, "catalog-start-timeout", "how long to retry a catalog unavailable at start, 0: fail at once")
 	fs.StringVar(&c.Delta.Root, "delta-root", c.Delta.Root,
 		"serve every sub-folder of this folder holding a _delta_log as the Delta table delta.<sub-folder>")
+	fs.StringVar(&c.SparkConnect, "spark-connect", c.SparkConnect,
+		"serve the tables spark.tables and spark.namespaces name through this Spark Connect server (sc://host:15002, /;token=...;use_ssl=true)")
 	fs.BoolVar(&c.Delta.FollowSymlinks, "delta-follow-symlinks", c.Delta.FollowSymlinks,
 		"read what symbolic links in the Delta root or a local Delta table point to outside it")
 	fs.StringVar(&c.Paimon.Warehouse, "paimon-warehouse", c.Paimon.Warehouse,
@@ -342,6 +344,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_CATALOG_NAME":       &cfg.Catalog.Name,
 		"SLUICE_DELTA_ROOT":         &cfg.Delta.Root,
 		"SLUICE_PAIMON_WAREHOUSE":   &cfg.Paimon.Warehouse,
+		"SLUICE_SPARK_CONNECT":      &cfg.SparkConnect,
 		"SLUICE_READY_FILE":         &cfg.ReadyFile,
 		"SLUICE_LOG_LEVEL":          &cfg.LogLevel,
 		"SLUICE_LOG_FORMAT":         &cfg.LogFormat,

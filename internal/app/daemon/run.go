@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -27,6 +28,7 @@ import (
 	"github.com/sluicefeed/sluice/progress"
 	"github.com/sluicefeed/sluice/registry"
 	"github.com/sluicefeed/sluice/server"
+	"github.com/sluicefeed/sluice/spark"
 )
 
 // Run serves until ctx is done, then stops gracefully: it stops accepting
@@ -105,6 +107,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 			return err
 		}
 	}
+	if err := serveSpark(cfg, tables, log); err != nil {
+		return err
+	}
+	defer tables.Close()
 	engine := feed.New(tables, feed.Options{
 		ReadConcurrency: cfg.Engine.ReadConcurrency,
 		MaxBatchRows:    cfg.Engine.MaxBatchRows,
@@ -122,6 +128,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	defer store.Close()
 	metrics := server.NewMetrics(engine)
+	if c := tables.Collector(); c != nil {
+		metrics.Register(c)
+	}
 	srv := server.New(engine, server.Options{Logger: log, Progress: store, Follow: server.FollowOptions{
 		PollInterval:      cfg.Follow.PollInterval,
 		HeartbeatInterval: cfg.Follow.HeartbeatInterval,
@@ -219,6 +228,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	if err := engine.Close(); err != nil {
 		log.Warn("reads left running at shutdown", "error", err.Error())
+	}
+	return nil
+}
+
+// serveSpark routes the tables of the Spark configuration to their
+// servers; the servers are asked about each table when it is first loaded.
+func serveSpark(cfg Config, tables *registry.Tables, log *slog.Logger) error {
+	sc, err := cfg.SparkServers()
+	if err != nil {
+		return configError{err}
+	}
+	if err := tables.ServeSpark(sc, memory.DefaultAllocator, log); err != nil {
+		return configError{err}
+	}
+	for _, s := range sc.Servers {
+		r, _ := spark.ParseRemote(s.Remote) // checked by Validate; String leaves the token out
+		log.Info("serving tables through a Spark Connect server", "remote", r.String(),
+			"tables", len(s.Tables), "namespaces", len(s.Namespaces), "backend", s.Backend)
 	}
 	return nil
 }
