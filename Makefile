@@ -546,7 +546,7 @@ clean:
 	rm -rf $(TMP)
 
 # The Spark backend's test servers, test-spark (spark/) and test-integration
-# (spark/ and e2e/spark_test.go: .ci/run runs it after test).
+# (spark/ and e2e/spark_test.go; by hand, not in .ci/run yet).
 include mk/spark.mk
 include mk/paimon.mk
 include mk/python-engines.mk

@@ -185,8 +185,8 @@ func (c CommitSeq) String() string {
 // String returns the table's description with its current snapshot id
 // (CurrentSnapshot:<nil> for a table without snapshots).
 func (t TableInfo) String() string {
-	return fmt.Sprintf("{Name:%s Format:%s FormatVersion:%d CurrentSnapshot:%s CommitSeq:%d}", t.Name, t.Format,
-		t.FormatVersion, optional(t.CurrentSnapshot), t.CommitSeq)
+	return fmt.Sprintf("{Name:%s Format:%s FormatVersion:%d CurrentSnapshot:%s CommitSeq:%d Backend:%s}", t.Name,
+		t.Format, t.FormatVersion, optional(t.CurrentSnapshot), t.CommitSeq, verdictString(t.Backend))
 }
 
 // String returns the snapshot's description with its parent's id
@@ -200,8 +200,17 @@ func (s Snapshot) String() string {
 // absent) and its snapshots' plans.
 func (p Plan) String() string {
 	return fmt.Sprintf("{Table:%s FromSnapshot:%s ToSnapshot:%s Columns:%v Identity:%v Snapshots:%+v FilesRead:%d "+
-		"FilesSkipped:%d BytesRead:%d RecordsRead:%d}", p.Table, optional(p.FromSnapshot), optional(p.ToSnapshot),
-		p.Columns, p.Identity, p.Snapshots, p.FilesRead, p.FilesSkipped, p.BytesRead, p.RecordsRead)
+		"FilesSkipped:%d BytesRead:%d RecordsRead:%d Backend:%s}", p.Table, optional(p.FromSnapshot),
+		optional(p.ToSnapshot), p.Columns, p.Identity, p.Snapshots, p.FilesRead, p.FilesSkipped, p.BytesRead,
+		p.RecordsRead, verdictString(p.Backend))
+}
+
+// verdictString formats an optional backend verdict: its fields, or <nil>.
+func verdictString(v *BackendVerdict) string {
+	if v == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%+v", *v)
 }
 
 // optional formats an optional id: its value, or <nil>.

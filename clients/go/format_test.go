@@ -28,9 +28,13 @@ func TestStringShowsIDs(t *testing.T) {
 		{"CommitSeq without snapshots", sluice.CommitSeq{Table: "a.b"},
 			"{Table:a.b CommitSeq:0 Snapshot:<nil> TimestampMs:0}"},
 		{"TableInfo", sluice.TableInfo{Name: "a.b", Format: "iceberg", FormatVersion: 2, CurrentSnapshot: &id, CommitSeq: 3},
-			"{Name:a.b Format:iceberg FormatVersion:2 CurrentSnapshot:3055729675574597004 CommitSeq:3}"},
+			"{Name:a.b Format:iceberg FormatVersion:2 CurrentSnapshot:3055729675574597004 CommitSeq:3 Backend:<nil>}"},
+		{"TableInfo through Spark", sluice.TableInfo{Name: "a.b", Format: "delta", Backend: &sluice.BackendVerdict{
+			Backend: "spark", Chosen: "spark_native", ServerVersion: "4.2.0", NativeExpected: true, NativeUsable: true}},
+			"{Name:a.b Format:delta FormatVersion:0 CurrentSnapshot:<nil> CommitSeq:0 Backend:{Backend:spark Remote: " +
+				"Chosen:spark_native ServerVersion:4.2.0 NativeExpected:true NativeUsable:true FellBack:false Reason:}}"},
 		{"TableInfo without snapshots", sluice.TableInfo{Name: "a.b"},
-			"{Name:a.b Format: FormatVersion:0 CurrentSnapshot:<nil> CommitSeq:0}"},
+			"{Name:a.b Format: FormatVersion:0 CurrentSnapshot:<nil> CommitSeq:0 Backend:<nil>}"},
 		{"Snapshot", sluice.Snapshot{ID: id, Parent: &parent, SequenceNumber: 2, CommitSeq: 2, TimestampMs: 5,
 			Operation: "append", Summary: map[string]string{"b": "2", "a": "1"}},
 			"{ID:3055729675574597004 Parent:-8 SequenceNumber:2 CommitSeq:2 TimestampMs:5 Operation:append " +
@@ -41,10 +45,10 @@ func TestStringShowsIDs(t *testing.T) {
 			"{Table:a.b FromSnapshot:1 ToSnapshot:3055729675574597004 Columns:[id] Identity:[] " +
 				"Snapshots:[{Snapshot:3055729675574597004 SequenceNumber:0 CommitSeq:0 TimestampMs:0 Operation: " +
 				"Strategy:append Files:[{Path:f.parquet Content: Role: RecordCount:0 FileSizeBytes:0}] FilesSkipped:0 " +
-				"BytesRead:0 RecordsRead:0}] FilesRead:1 FilesSkipped:0 BytesRead:0 RecordsRead:0}"},
+				"BytesRead:0 RecordsRead:0}] FilesRead:1 FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil>}"},
 		{"Plan of the whole history", sluice.Plan{Table: "a.b"},
 			"{Table:a.b FromSnapshot:<nil> ToSnapshot:<nil> Columns:[] Identity:[] Snapshots:[] FilesRead:0 " +
-				"FilesSkipped:0 BytesRead:0 RecordsRead:0}"},
+				"FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil>}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
