@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
 // Batch is a record batch of renderable change rows, all made by one
@@ -336,7 +338,7 @@ func (a *assembler) takeImages(ctx context.Context, images arrow.Array, rows []c
 	}
 	indices := idx.NewArray()
 	defer indices.Release()
-	out, err := compute.TakeArray(compute.WithAllocator(ctx, a.mem), images, indices)
+	out, err := compute.TakeArray(kernelctx.For(ctx, a.mem), images, indices)
 	if err != nil {
 		return nil, fmt.Errorf("assemble images: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
 // Layouts of the change rows, the values of Request.Layout.
@@ -107,7 +108,7 @@ func (e *Engine) flattened(ctx context.Context, p *Plan, seq iter.Seq2[Batch, er
 		f := &flattener{mem: e.opts.Allocator, schema: p.flat, types: map[string]arrow.Array{},
 			maxRows: e.opts.MaxBatchRows}
 		defer f.release()
-		ctx := compute.WithAllocator(ctx, e.opts.Allocator)
+		ctx := kernelctx.For(ctx, e.opts.Allocator)
 		for b, err := range seq {
 			if err != nil {
 				yield(b, err)

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
 // gatherRows builds, in order, the n rows that ref names (a source and a
@@ -24,7 +26,7 @@ func gatherRows(ctx context.Context, mem memory.Allocator, n int, ref func(i int
 			a.Release()
 		}
 	}()
-	ctx = compute.WithAllocator(ctx, mem)
+	ctx = kernelctx.For(ctx, mem)
 	for i := 0; i < n; {
 		src, first := ref(i)
 		j, last, consecutive := i+1, first, true

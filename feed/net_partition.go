@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
 // netter nets the changes of a window, one partition (every change of
@@ -353,7 +354,7 @@ func (n *netter) emit(ctx context.Context, asm *assembler, recs []arrow.RecordBa
 // dropped). Refs in (batch, row) order read each batch once; others are
 // gathered in that order and then put in theirs.
 func (n *netter) gather(ctx context.Context, asm *assembler, recs []arrow.RecordBatch, refs []imgRef) (arrow.Array, error) {
-	ctx = compute.WithAllocator(ctx, asm.mem)
+	ctx = kernelctx.For(ctx, asm.mem)
 	if slices.IsSortedFunc(refs, compareRefs) {
 		return n.gatherSorted(ctx, asm, recs, refs)
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
 // Partitioning of spilled rows: each level splits by the next bits of the
@@ -163,7 +165,7 @@ func (p *partitioner) write(side int, rec arrow.RecordBatch, hashes []uint64) er
 	indices := ib.NewArray()
 	ib.Release()
 	defer indices.Release()
-	taken, err := compute.Take(compute.WithAllocator(p.ctx, p.mem), *compute.DefaultTakeOptions(),
+	taken, err := compute.Take(kernelctx.For(p.ctx, p.mem), *compute.DefaultTakeOptions(),
 		compute.NewDatumWithoutOwning(rec), compute.NewDatumWithoutOwning(indices))
 	if err != nil {
 		return fmt.Errorf("partition rows: %w", err)

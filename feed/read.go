@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -318,7 +319,7 @@ func keepMatching(ctx context.Context, mem memory.Allocator, rf *filter.RowEvalu
 	}
 	mask := b.NewArray()
 	defer mask.Release()
-	return compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
+	return compute.FilterRecordBatch(kernelctx.For(ctx, mem), rec, mask, compute.DefaultFilterOptions())
 }
 
 // newRead describes a read of plan p's files to the formats' readers, and

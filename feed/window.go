@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/util"
+
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
 // Backends that answer a table's windows (Request.Backend, Verdict.Backend).
@@ -311,7 +313,7 @@ func (e *Engine) routedRuns(ctx context.Context, p *Plan, rec arrow.RecordBatch)
 			cols[j] = col
 			continue
 		}
-		if cols[j], err = compute.CastArray(ctx, col, compute.SafeCastOptions(f.Type)); err != nil {
+		if cols[j], err = compute.CastArray(kernelctx.For(ctx, e.opts.Allocator), col, compute.SafeCastOptions(f.Type)); err != nil {
 			return nil, fmt.Errorf("%w: the backend's column %s (%s) is not %s: %w", ErrInternal, f.Name,
 				col.DataType(), f.Type, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 	"github.com/sluicefeed/sluice/internal/lib/rowkey"
 )
 
@@ -140,7 +141,7 @@ func SelectRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch
 	}
 	mask := b.NewArray()
 	defer mask.Release()
-	out, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
+	out, err := compute.FilterRecordBatch(kernelctx.For(ctx, mem), rec, mask, compute.DefaultFilterOptions())
 	if err != nil {
 		return nil, fmt.Errorf("select changed rows: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
 // The merge engines that merge a key's records field by field:
@@ -309,5 +311,5 @@ func (m *fieldMerger) column(ctx context.Context, t *Table, dt arrow.DataType, c
 	}
 	idx := ib.NewInt64Array()
 	defer idx.Release()
-	return compute.TakeArray(compute.WithAllocator(ctx, t.mem), all, idx)
+	return compute.TakeArray(kernelctx.For(ctx, t.mem), all, idx)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
 // ReadSplit reads the state of split sp as batches of target (usually
@@ -135,7 +137,7 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, out *arrow.Schem
 			picks[w.batch] = append(picks[w.batch], int64(w.row))
 		}
 	}
-	cctx := compute.WithAllocator(ctx, t.mem)
+	cctx := kernelctx.For(ctx, t.mem)
 	for bi, rows := range picks {
 		if len(rows) == 0 {
 			continue

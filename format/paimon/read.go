@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/parquet"
 
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 	"github.com/sluicefeed/sluice/internal/lib/pqread"
 	"github.com/sluicefeed/sluice/lake"
 )
@@ -239,5 +240,5 @@ func (t *Table) applyDV(ctx context.Context, rec arrow.RecordBatch, first int64,
 	}
 	mask := b.NewBooleanArray()
 	defer mask.Release()
-	return compute.FilterRecordBatch(compute.WithAllocator(ctx, t.mem), rec, mask, compute.DefaultFilterOptions())
+	return compute.FilterRecordBatch(kernelctx.For(ctx, t.mem), rec, mask, compute.DefaultFilterOptions())
 }

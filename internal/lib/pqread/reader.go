@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -17,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
 // Errors of Read and Footer. They are wrapped with the file (Options.Path)
@@ -232,7 +233,7 @@ func Read(ctx context.Context, f parquet.ReaderAtSeeker, target *arrow.Schema, c
 	if r.batchRows <= 0 {
 		r.batchRows = DefaultBatchRows
 	}
-	r.cc = &convCtx{mem: r.mem, ctx: compute.WithAllocator(ctx, r.mem)}
+	r.cc = &convCtx{mem: r.mem, ctx: kernelctx.For(ctx, r.mem)}
 	defer r.release()
 	if err := r.open(ctx, &source{r: f}, columns, opts); err != nil {
 		return err
