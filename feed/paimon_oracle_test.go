@@ -46,6 +46,21 @@ func (t paimonTables) ListTables(context.Context) ([]string, error) {
 	return out, nil
 }
 
+// paimonEngine serves fixture f through its own Paimon source and an
+// engine on mem (batches of at most maxRows rows; 0: the default), and
+// returns the engine, the source and the table's name. The caller closes
+// the engine before it checks mem.
+func paimonEngine(t *testing.T, f paimonfx.Fixture, mem memory.Allocator, maxRows int) (*feed.Engine, *paimon.Source, string) {
+	t.Helper()
+	name := "paimon." + f.DB + "." + f.Name
+	src, err := paimon.NewSource(t.Context(), os.DirFS(f.Dir), name, paimon.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := feed.New(paimonTables{name: src}, feed.Options{Allocator: mem, MaxBatchRows: maxRows, SpillDir: t.TempDir()})
+	return eng, src, name
+}
+
 // paimonLoadState reads the writer's state at snapshot id, projected onto
 // cols (nil: as it is).
 func paimonLoadState(t *testing.T, f paimonfx.Fixture, id int64, cols []string) paimonfx.State {
@@ -105,12 +120,7 @@ func TestPaimonOracle(t *testing.T) {
 		t.Run(f.DB+"."+f.Name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			name := "paimon." + f.DB + "." + f.Name
-			src, err := paimon.NewSource(ctx, os.DirFS(f.Dir), name, paimon.WithAllocator(mem))
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng := feed.New(paimonTables{name: src}, feed.Options{Allocator: mem, MaxBatchRows: 5, SpillDir: t.TempDir()})
+			eng, src, name := paimonEngine(t, f, mem, 5)
 			defer eng.Close()
 			var present []int64
 			for _, s := range f.Meta.Snapshots {
@@ -174,12 +184,7 @@ func TestPaimonStreamOracle(t *testing.T) {
 		t.Run(f.DB+"."+f.Name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			name := "paimon." + f.DB + "." + f.Name
-			src, err := paimon.NewSource(ctx, os.DirFS(f.Dir), name, paimon.WithAllocator(mem))
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng := feed.New(paimonTables{name: src}, feed.Options{Allocator: mem, MaxBatchRows: 7, SpillDir: t.TempDir()})
+			eng, src, name := paimonEngine(t, f, mem, 7)
 			defer eng.Close()
 			var first int64
 			for _, s := range f.Meta.Snapshots {
