@@ -19,7 +19,7 @@ SPARK42_PACKAGES := pyspark==4.2.0 io.delta:delta-spark_4.2_2.13:4.4.0
 SPARK41_PACKAGES := pyspark==4.1.4 org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0
 SPARK_INSTALL := internal/testkit/testsvc/sparkconnect/install.sh
 
-.PHONY: spark-connect test-spark test-integration
+.PHONY: spark-connect test-spark test-integration bench-spark
 
 ## spark-connect: install the two Spark Connect servers of the Spark tests into .tmp/
 spark-connect: $(SPARK42_DIR)/.installed $(SPARK41_DIR)/.installed
@@ -41,3 +41,10 @@ test-integration: spark-connect
 		$(GO) test -count=1 -timeout 45m -v ./spark/...
 	SLUICE_SPARK_CONNECT_42=$(SPARK42_DIR) SLUICE_SPARK_CONNECT_41=$(SPARK41_DIR) SLUICE_SKIP_PYTHON=1 \
 		$(GO) test -count=1 -timeout 30m -v -run 'TestSpark' ./e2e/
+
+## bench-spark: the same windows computed by Spark's change engines and natively, through one flightd (time, flightd and Spark CPU): docs/BENCHMARKS-SPARK.md
+SPARK_BENCH_ROWS ?= 1000000
+bench-spark: spark-connect
+	SLUICE_SPARK_CONNECT_42=$(SPARK42_DIR) SLUICE_SPARK_CONNECT_41=$(SPARK41_DIR) SLUICE_SKIP_PYTHON=1 \
+		SLUICE_SPARK_BENCH=1 SLUICE_SPARK_BENCH_ROWS=$(SPARK_BENCH_ROWS) SLUICE_SPARK_BENCH_OUT=$(CURDIR)/docs/BENCHMARKS-SPARK.md \
+		$(GO) test -count=1 -timeout 60m -v -run '^TestSparkBench$$' ./e2e/

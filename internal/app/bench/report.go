@@ -340,6 +340,8 @@ feed's rate in the table above (target: at least a third).
 
 The load test (50 concurrent consumers while a writer commits) is in [LOAD.md](LOAD.md); Spark and Ray
 reading one window in parallel (` + "`make bench-engines`" + `) in [BENCHMARKS-ENGINES.md](BENCHMARKS-ENGINES.md).
+The same windows computed by Spark's own change engines and natively (` + "`make bench-spark`" + `) are in
+[BENCHMARKS-SPARK.md](BENCHMARKS-SPARK.md).
 `
 
 // feedDefaultBudgetMiB is the engine's default memory budget, in MiB.

@@ -215,6 +215,14 @@ func (s *SparkServer) Logs() string {
 	return s.proc.logs()
 }
 
+// PID is the server's process id: the driver JVM, where local mode runs
+// the tasks (spark-submit execs it).
+func (s *SparkServer) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.cmd.Process.Pid
+}
+
 // RSS is the server's resident memory in bytes, from /proc (Linux only).
 func (s *SparkServer) RSS() (int64, error) {
 	s.mu.Lock()
