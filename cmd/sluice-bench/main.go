@@ -133,7 +133,7 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		md := rep.PaimonMarkdown(strings.Join(relativeArgs(os.Args), " "), cfg)
+		md := rep.PaimonMarkdown("sluice-bench "+strings.Join(relativeArgs(os.Args[1:]), " "), cfg)
 		fmt.Print(md)
 		return os.WriteFile(*out, []byte(md), 0o644)
 	}
