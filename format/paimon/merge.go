@@ -109,9 +109,33 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, out *arrow.Schem
 		}
 	}
 	runs := sortedRuns(target, files)
+	cursors := make([]*runCursor, 0, len(runs))
+	defer func() {
+		for _, c := range cursors {
+			c.close()
+		}
+	}()
+	for i, run := range runs {
+		c, err := t.openRun(ctx, target, out, sp, run, batchRows, i)
+		if err != nil {
+			return err
+		}
+		cursors = append(cursors, c)
+	}
+	return t.mergeInto(ctx, target, out, fm, keyCols, batchRows, cursors, fn)
+}
+
+// mergeInto merges sorted runs (mergeCursors) into batches of schema out
+// of at most batchRows rows. Without fm (deduplicate), each key's last
+// record is kept when it is +I or +U; with fm (partial-update,
+// aggregation; target is the table's schema), every record of the keys
+// gathered so far goes to it, a batch's worth at a time, each key's
+// records whole.
+func (t *Table) mergeInto(ctx context.Context, target *Schema, out *arrow.Schema, fm *fieldMerger, keyCols []int,
+	batchRows int, cursors []*runCursor, fn func(arrow.RecordBatch) error) error {
 	// The batches pinned for picked rows: a run's batch while the run is
 	// on it, and a few it left, before the picks are handed over.
-	maxPins := 2*len(runs) + 8
+	maxPins := 2*len(cursors) + 8
 	cctx := kernelctx.For(ctx, t.mem)
 	var picks []runRecord
 	p := &pins{}
@@ -138,7 +162,7 @@ func (t *Table) mergeSplit(ctx context.Context, target *Schema, out *arrow.Schem
 		defer raw.Release()
 		return fm.merge(ctx, t, target, out, []arrow.RecordBatch{raw}, keyCols, fn)
 	}
-	err = t.mergeRuns(ctx, target, out, sp, runs, keyCols, batchRows, p, func(recs []runRecord) error {
+	err := t.mergeCursors(ctx, cursors, keyCols, p, func(recs []runRecord) error {
 		if fm != nil {
 			picks = append(picks, recs...)
 		} else if w := recs[len(recs)-1]; w.kind == RowInsert || w.kind == RowUpdateAfter {

@@ -136,6 +136,13 @@ func (t *Table) openRun(ctx context.Context, target *Schema, out *arrow.Schema, 
 			}
 		}
 	}
+	return newRunCursor(idx, seq)
+}
+
+// newRunCursor starts pulling the batches of run idx (each with the
+// sequence number and row kind columns first, in key order) from seq, as
+// a cursor on its first record.
+func newRunCursor(idx int, seq iter.Seq2[arrow.RecordBatch, error]) (*runCursor, error) {
 	c := &runCursor{run: idx}
 	c.next, c.stop = iter.Pull2(seq)
 	if err := c.load(); err != nil {
@@ -216,25 +223,14 @@ type runRecord struct {
 	run  int
 }
 
-// mergeRuns merges the sorted runs of split sp by key and hands fn the
-// records of each key, ordered by sequence number (ties in run order), in
-// key order. The batches the records point into are pinned in p, which
-// keeps them until its unpinAll.
-func (t *Table) mergeRuns(ctx context.Context, target *Schema, out *arrow.Schema, sp *Split, runs [][]*ManifestEntry,
-	keyCols []int, batchRows int, p *pins, fn func(recs []runRecord) error) error {
-	cursors := make([]*runCursor, 0, len(runs))
-	defer func() {
-		for _, c := range cursors {
-			c.close()
-		}
-	}()
+// mergeCursors merges sorted runs by key and hands fn the records of each
+// key, ordered by sequence number (ties in run order), in key order. The
+// batches the records point into are pinned in p, which keeps them until
+// its unpinAll. The cursors stay the caller's to close.
+func (t *Table) mergeCursors(ctx context.Context, cursors []*runCursor, keyCols []int, p *pins,
+	fn func(recs []runRecord) error) error {
 	var live []*runCursor
-	for i, run := range runs {
-		c, err := t.openRun(ctx, target, out, sp, run, batchRows, i)
-		if err != nil {
-			return err
-		}
-		cursors = append(cursors, c)
+	for _, c := range cursors {
 		if c.rec != nil {
 			live = append(live, c)
 		}
