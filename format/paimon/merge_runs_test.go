@@ -197,7 +197,7 @@ func TestMergeBoundedMemory(t *testing.T) {
 	for k := range keys {
 		for r := runs - 1; r >= 0; r-- {
 			if (k*7+r*3)%5 < 3 {
-				if !(r > 0 && k%4 == r) {
+				if r == 0 || k%4 != r {
 					want[int64(k)] = syntheticValue(r, k)
 				}
 				break
