@@ -2,6 +2,7 @@ package paimon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -235,5 +236,44 @@ func TestMergeBoundedMemory(t *testing.T) {
 		t.Errorf("the merge of %d bytes of records held up to %d bytes, above the budget of %d", made, p, budget)
 	} else {
 		t.Logf("the merge of %d bytes of records held up to %d bytes (budget %d)", made, p, budget)
+	}
+}
+
+// A run whose records are not in key order cannot be merged by key: the
+// merge refuses it with ErrCorrupt rather than return a wrong state.
+func TestMergeRefusesUnsortedRun(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: SequenceNumberColumn, Type: arrow.PrimitiveTypes.Int64},
+		{Name: ValueKindColumn, Type: arrow.PrimitiveTypes.Int8}, {Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	run := func(yield func(arrow.RecordBatch, error) bool) {
+		for _, ids := range [][]int64{{1, 5}, {3}} { // 5 then 3: out of order across batches
+			b := array.NewRecordBuilder(mem, schema)
+			for _, id := range ids {
+				b.Field(0).(*array.Int64Builder).Append(id)
+				b.Field(1).(*array.Int8Builder).Append(int8(RowInsert))
+				b.Field(2).(*array.Int64Builder).Append(id)
+			}
+			rec := b.NewRecordBatch()
+			b.Release()
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
+	c, err := newRunCursor(0, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	tbl := &Table{name: "unsorted", mem: mem}
+	out := arrow.NewSchema(schema.Fields()[2:], nil)
+	err = tbl.mergeInto(context.Background(), nil, out, nil, []int{2}, 16, []*runCursor{c},
+		func(rec arrow.RecordBatch) error {
+			rec.Release()
+			return nil
+		})
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v, want ErrCorrupt", err)
 	}
 }
