@@ -107,7 +107,7 @@ NORACE_PKGS := $(addprefix $(MODULE)/,format/delta format/paimon internal/testki
 # with -race 86 s, its oracles without 35 s (load 4 to 6).
 ORACLE_TESTS := TestOracle|TestDeltaOracle|TestSplitOracle|TestSplitDeltaWritten|TestFlatLayoutMatchesRenderable
 ORACLES := ^($(ORACLE_TESTS))$$
-UNIT_ENV = SLUICE_PYTHON=$(PY) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(EMULATORS_ENV)
+UNIT_ENV = SLUICE_PYTHON=$(PY) SLUICE_PAIMON_PYTHON=$(PAIMON_VENV)/bin/python SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(EMULATORS_ENV)
 
 .PHONY: all build run replicas demo venv venv-demo venv-sql tools plugins protoc postgresql java restcatalog fake-gcs-server azurite generate checkgenerate lint checkfmt checkfuzz \
 	chromium console-screenshot \
@@ -343,7 +343,7 @@ test:
 	@$(MAKE) --no-print-directory checkgenerate checkfmt checkversion test-unit test-python test-e2e
 
 ## test-unit: every Go unit test, with the race detector but in NORACE_PKGS and feed's ORACLES, the oracles on one random history per configuration (the venv, the REST catalog's classpath and the storage emulators: some start moto's S3 server, fake-gcs-server, Azurite or the REST catalog, internal/testkit/testsvc)
-test-unit: venv restcatalog fake-gcs-server azurite
+test-unit: venv paimon-venv restcatalog fake-gcs-server azurite
 	@! git grep --untracked -nE '^func ($(ORACLE_TESTS))\(' -- '*_test.go' ':!feed/' || { echo "make: a test outside feed has" \
 		"the name of one of feed's ORACLES, which the race run skips and the oracle run (./feed/ only) does not run: rename it"; exit 1; }
 	$(UNIT_ENV) $(GO) test -race -count=1 -timeout 30m -skip '$(ORACLES)' $(filter-out $(NORACE_PKGS),$(UNIT_PKGS))
@@ -392,10 +392,11 @@ MEM_ROWS ?= 10000000
 BENCH_SPARK := $(TMP)/bench-spark-venv
 BENCH_IVY := $(TMP)/bench-ivy
 ICEBERG_SPARK_PACKAGE := org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0
-bench: build venv $(BENCH_SPARK)/.installed
+bench: build venv paimon-venv $(BENCH_SPARK)/.installed
 	$(GO) build -o $(BIN)/sluice-bench ./cmd/sluice-bench
 	$(BIN)/sluice-bench -runs $(RUNS) -scale-rows "$(SCALE_ROWS)" -fulldiff-max-rows $(FULLDIFF_MAX_ROWS) \
 		-peer-rows $(PEER_ROWS) -mem-rows $(MEM_ROWS) -mem-file-rows $(MEM_ROWS) -flightd $(BIN)/flightd -python $(PY) \
+		-paimon-python $(PAIMON_VENV)/bin/python \
 		-spark-python $(BENCH_SPARK)/bin/python -spark-package $(ICEBERG_SPARK_PACKAGE) -spark-ivy $(BENCH_IVY) \
 		-out docs/BENCHMARKS.md -svg docs/bench-scale.svg
 	$(MAKE) load

@@ -74,6 +74,10 @@ func run(ctx context.Context) error {
 	flag.StringVar(&cfg.Spark.Ivy, "spark-ivy", ".tmp/bench-ivy", "the folder Spark resolves the runtime into")
 	flag.IntVar(&cfg.Spark.Cores, "spark-cores", runtime.NumCPU(), "Spark local mode's threads")
 	flag.StringVar(&cfg.Spark.DriverMemory, "spark-driver-memory", "2g", "the Spark driver's heap")
+	flag.StringVar(&cfg.PaimonPython, "paimon-python", "", "a Python with pypaimon, numpy and pyarrow for the Paimon "+
+		"arm (empty: skip it)")
+	flag.IntVar(&cfg.PaimonRows, "paimon-rows", 0, "rows of each Paimon table (0: -rows)")
+	paimonOnly := flag.Bool("paimon-only", false, "run the Paimon arm alone and write its section to -out")
 	prepare := flag.Bool("prepare", false, "write (or find written) the cached workloads, measure nothing")
 	render := flag.String("render", "", "render the report of an earlier run from its JSON (the run writes "+
 		"report.json in -work), measure nothing")
@@ -123,6 +127,15 @@ func run(ctx context.Context) error {
 	}
 	if *prepare {
 		return bench.Prepare(ctx, cfg)
+	}
+	if *paimonOnly {
+		rep, err := bench.RunPaimonAlone(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		md := rep.PaimonMarkdown("sluice-bench "+strings.Join(relativeArgs(os.Args[1:]), " "), cfg)
+		fmt.Print(md)
+		return os.WriteFile(*out, []byte(md), 0o644)
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {

@@ -237,29 +237,11 @@ func locate(g int64, offsets []int64) (int, int) {
 	return b - 1, int(g - offsets[b-1])
 }
 
-// compareAt compares a[i] and b[j] (same type, neither null).
+// compareAt compares a[i] and b[j] (same type, neither null); values of
+// a type that does not compare are equal.
 func compareAt(a arrow.Array, i int, b arrow.Array, j int) int {
-	switch x := a.(type) {
-	case *array.Int8:
-		return cmp.Compare(x.Value(i), b.(*array.Int8).Value(j))
-	case *array.Int16:
-		return cmp.Compare(x.Value(i), b.(*array.Int16).Value(j))
-	case *array.Int32:
-		return cmp.Compare(x.Value(i), b.(*array.Int32).Value(j))
-	case *array.Int64:
-		return cmp.Compare(x.Value(i), b.(*array.Int64).Value(j))
-	case *array.Float32:
-		return cmp.Compare(x.Value(i), b.(*array.Float32).Value(j))
-	case *array.Float64:
-		return cmp.Compare(x.Value(i), b.(*array.Float64).Value(j))
-	case *array.String:
-		return strings.Compare(x.Value(i), b.(*array.String).Value(j))
-	case *array.Date32:
-		return cmp.Compare(x.Value(i), b.(*array.Date32).Value(j))
-	case *array.Timestamp:
-		return cmp.Compare(x.Value(i), b.(*array.Timestamp).Value(j))
-	}
-	return 0
+	c, _ := compareValues(a, i, b, j)
+	return c
 }
 
 // column builds output column c: a sum from its accumulators, any other

@@ -222,7 +222,7 @@ func (ss *splitSet) Read(ctx context.Context, r *lake.Read, commit int64, i int,
 // mergeBucket reads the merged rows of a primary-key table's bucket in
 // every column of the end schema; fn takes each batch over.
 func (rd *reader) mergeBucket(ctx context.Context, commit int64, path string, sp *Split, fn func(arrow.RecordBatch) error) error {
-	err := rd.src.tbl.ReadSplitAs(ctx, rd.end, rd.full.schema, sp, fn)
+	err := rd.src.tbl.readSplit(ctx, rd.end, rd.full.schema, sp, min(rd.r.BatchRows, pqread.DefaultBatchRows), fn)
 	return rd.fileError(commit, "the files of bucket "+path, err)
 }
 

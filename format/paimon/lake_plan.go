@@ -11,8 +11,10 @@ import (
 type planner struct {
 	t    *lakeTable
 	name string
-	// prune skips appended files the filter rules out by their
-	// partition and value statistics (nil: no filter to push down).
+	// prune skips files the filter rules out: an append table's appended
+	// files by their partition and value statistics, a primary-key
+	// table's by their partition and key statistics (nil: no filter to
+	// push down).
 	prune lake.Pruner
 }
 
@@ -287,11 +289,34 @@ func (p *planner) mergeDiff(ctx context.Context, sn *Snapshot, ps *Schema, opts 
 		return out, lakeError(p.name, err)
 	}
 	var read, unread int
+	// pruned are the files of touched buckets the filter rules out by
+	// their partition and key statistics (keyFileStats says why that is
+	// safe): on both sides alike, so a key they hold merges alike.
+	pruned := map[dvKey]bool{}
+	if p.prune != nil {
+		for _, es := range [][]ManifestEntry{before, after} {
+			for i := range es {
+				e := &es[i]
+				k := dvKey{e.bucketKey(), e.File.FileName}
+				if _, done := pruned[k]; done || !touched[k.bucketKey] {
+					continue
+				}
+				st, err := keyFileStats(ctx, tbl, ps, e)
+				if err != nil {
+					return out, lakeError(p.name, err)
+				}
+				pruned[k] = !p.prune.MayMatch(st)
+				if pruned[k] {
+					out.FilesSkipped++
+				}
+			}
+		}
+	}
 	in := func(es []ManifestEntry) []ManifestEntry {
 		var kept []ManifestEntry
 		for _, e := range es {
 			switch {
-			case !touched[e.bucketKey()]:
+			case !touched[e.bucketKey()], pruned[dvKey{e.bucketKey(), e.File.FileName}]:
 			case keep(&e):
 				kept = append(kept, e)
 				read++
@@ -359,6 +384,10 @@ func (p *planner) mergeDiff(ctx context.Context, sn *Snapshot, ps *Schema, opts 
 	out.Reason = fmt.Sprintf("primary-key table (merge engine %s): the merged rows of the %d buckets the snapshot "+
 		"(%s) touched, before and after it, compared by key; of their files, the %d whose key range meets a "+
 		"changed file's are read (%d left alone)", opts.MergeEngine, len(order), sn.CommitKind, read, unread)
+	if p.prune != nil {
+		out.Reason += fmt.Sprintf("; the filter ruled out %d files by their partition and primary-key statistics",
+			out.FilesSkipped)
+	}
 	return out, nil
 }
 

@@ -138,3 +138,57 @@ func statDomain(v any, t lake.Type) (any, bool) {
 	}
 	return nil, false
 }
+
+// keyFileStats decodes what may prune a data file of a primary-key table:
+// the statistics of the columns that every record of a key shares, so
+// that a filter those rule out rules out every version of every key the
+// file holds, on both sides of a merge diff. They are the trimmed primary
+// key columns (key statistics, else value statistics) and the partition
+// columns (the entry's partition value). Value columns are left unknown:
+// a file may hold an older version of a key whose newer version another
+// file holds, and skipping it would change what the merge returns. A null
+// partition value is unknown too: the engine keeps a delete whose filter is
+// unknown on its before-image, so a file may be skipped only when the
+// filter is false, not unknown, on every row it holds (the key columns are
+// never null).
+func keyFileStats(ctx context.Context, t *Table, end *Schema, e *ManifestEntry) (*fileStats, error) {
+	vs, err := valueStats(ctx, t, end, e)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := t.Schema(ctx, e.File.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	st := &fileStats{rows: e.File.RowCount, cols: map[int]colStats{}}
+	keys := fs.TrimmedPrimaryKeys()
+	ks := e.File.KeyStats
+	byKey := ks.Min.Arity() == len(keys) && ks.Max.Arity() == len(keys)
+	for i, k := range keys {
+		if _, ok := end.Field(k.ID); !ok {
+			continue
+		}
+		cs, ok := vs.cols[k.ID]
+		if byKey {
+			cs = colStats{nulls: -1}
+			if i < len(ks.NullCounts) {
+				cs.nulls = ks.NullCounts[i]
+			}
+			cs.lo, _ = ks.Min.Value(i, k.Type)
+			cs.hi, _ = ks.Max.Value(i, k.Type)
+		} else if !ok {
+			continue
+		}
+		st.cols[k.ID] = cs
+	}
+	vals, err := PartitionValues(end, e.Partition)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range end.PartitionFields() {
+		if vals[i] != nil {
+			st.cols[f.ID] = colStats{lo: vals[i], hi: vals[i], nulls: 0}
+		}
+	}
+	return st, nil
+}

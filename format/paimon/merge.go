@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
+	"github.com/sluicefeed/sluice/internal/lib/pqread"
 )
 
 // ReadSplit reads the state of split sp as batches of target (usually
@@ -23,7 +24,10 @@ import (
 // level 0 are not yet part of the state and are skipped, as Paimon's
 // readers do. fn takes each batch over and must release it.
 //
-// The merge holds the split's records in memory.
+// A primary-key split's batches come in key order. The merge reads its
+// sorted runs one batch at a time each (merge_runs.go): it holds a batch
+// per run and at most one batch of rows not yet handed to fn, whatever
+// the split's size.
 func (t *Table) ReadSplit(ctx context.Context, target *Schema, sp *Split, fn func(arrow.RecordBatch) error) error {
 	return t.ReadSplitAs(ctx, target, nil, sp, fn)
 }
@@ -32,6 +36,13 @@ func (t *Table) ReadSplit(ctx context.Context, target *Schema, sp *Split, fn fun
 // per field of target, in order; values convert to its types by pqread's
 // widening rules); nil is the target's own.
 func (t *Table) ReadSplitAs(ctx context.Context, target *Schema, out *arrow.Schema, sp *Split, fn func(arrow.RecordBatch) error) error {
+	return t.readSplit(ctx, target, out, sp, 0, fn)
+}
+
+// readSplit is ReadSplitAs with batches of at most batchRows rows (0:
+// pqread's default).
+func (t *Table) readSplit(ctx context.Context, target *Schema, out *arrow.Schema, sp *Split, batchRows int,
+	fn func(arrow.RecordBatch) error) error {
 	if out == nil {
 		var err error
 		if out, err = OutputSchema(target, false); err != nil {
@@ -45,6 +56,9 @@ func (t *Table) ReadSplitAs(ctx context.Context, target *Schema, out *arrow.Sche
 	if err := t.checkReadable(target, opts); err != nil {
 		return err
 	}
+	if batchRows <= 0 {
+		batchRows = pqread.DefaultBatchRows
+	}
 	if len(target.PrimaryKeys) == 0 {
 		for i := range sp.Files {
 			e := &sp.Files[i]
@@ -52,13 +66,13 @@ func (t *Table) ReadSplitAs(ctx context.Context, target *Schema, out *arrow.Sche
 			if err != nil {
 				return err
 			}
-			if err := t.ReadFile(ctx, target, e, ReadOptions{DeletionVector: dv, Output: out}, fn); err != nil {
+			if err := t.ReadFile(ctx, target, e, ReadOptions{DeletionVector: dv, Output: out, BatchRows: batchRows}, fn); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return t.mergeSplit(ctx, target, out, opts, sp, fn)
+	return t.mergeSplit(ctx, target, out, opts, sp, batchRows, fn)
 }
 
 // keyRecord is one record of a key: where it is (batch and row), its
@@ -69,94 +83,152 @@ type keyRecord struct {
 	kind       RowKind
 }
 
-// mergeSplit merges a primary-key split (deduplicate).
-func (t *Table) mergeSplit(ctx context.Context, target *Schema, out *arrow.Schema, opts Options, sp *Split, fn func(arrow.RecordBatch) error) error {
-	var batches []arrow.RecordBatch
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+// mergeSplit merges a primary-key split by key over its sorted runs. With
+// the deduplicate engine, each key's last record is kept when it is +I or
+// +U; with partial-update and aggregation, every record of the keys
+// gathered so far goes to the field merger, a batch's worth at a time,
+// each key's records whole.
+func (t *Table) mergeSplit(ctx context.Context, target *Schema, out *arrow.Schema, opts Options, sp *Split,
+	batchRows int, fn func(arrow.RecordBatch) error) error {
+	var files []*ManifestEntry
 	for i := range sp.Files {
 		e := &sp.Files[i]
 		if opts.DeletionVectors && e.File.Level == 0 {
 			continue
 		}
-		dv, err := t.deletionVector(ctx, sp, e.File.FileName)
-		if err != nil {
-			return err
-		}
-		err = t.ReadFile(ctx, target, e, ReadOptions{SystemColumns: true, DeletionVector: dv, Output: out}, func(rec arrow.RecordBatch) error {
-			batches = append(batches, rec)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+		files = append(files, e)
 	}
 	keyCols, err := keyColumns(target)
 	if err != nil {
 		return fmt.Errorf("table %q: %w", t.name, err)
 	}
+	var fm *fieldMerger
 	if opts.MergeEngine == MergePartialUpdate || opts.MergeEngine == MergeAggregation {
-		m, err := t.newFieldMerger(target, opts.MergeEngine)
+		if fm, err = t.newFieldMerger(target, opts.MergeEngine); err != nil {
+			return err
+		}
+	}
+	runs := sortedRuns(target, files)
+	cursors := make([]*runCursor, 0, len(runs))
+	defer func() {
+		for _, c := range cursors {
+			c.close()
+		}
+	}()
+	for i, run := range runs {
+		c, err := t.openRun(ctx, target, out, sp, run, batchRows, i)
 		if err != nil {
 			return err
 		}
-		return m.merge(ctx, t, target, out, batches, keyCols, fn)
+		cursors = append(cursors, c)
 	}
-	wins := map[string]keyRecord{}
-	var key []byte
-	for bi, b := range batches {
-		seqs, ok1 := b.Column(0).(*array.Int64)
-		kinds, ok2 := b.Column(1).(*array.Int8)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("%w: table %q: system columns of the wrong type", ErrCorrupt, t.name)
-		}
-		for r := range int(b.NumRows()) {
-			if seqs.IsNull(r) || kinds.IsNull(r) {
-				return fmt.Errorf("%w: table %q: null sequence number or row kind", ErrCorrupt, t.name)
-			}
-			kind := RowKind(kinds.Value(r))
-			if kind < RowInsert || kind > RowDelete {
-				return fmt.Errorf("%w: table %q: row kind %d", ErrCorrupt, t.name, kind)
-			}
-			key = key[:0]
-			for _, c := range keyCols {
-				key = appendKey(key, b.Column(c), r)
-			}
-			w := keyRecord{batch: bi, row: r, seq: seqs.Value(r), kind: kind}
-			if old, ok := wins[string(key)]; !ok || w.seq >= old.seq {
-				wins[string(key)] = w
-			}
-		}
-	}
-	picks := make([][]int64, len(batches))
-	for _, w := range wins {
-		if w.kind == RowInsert || w.kind == RowUpdateAfter {
-			picks[w.batch] = append(picks[w.batch], int64(w.row))
-		}
-	}
-	cctx := kernelctx.For(ctx, t.mem)
-	for bi, rows := range picks {
-		if len(rows) == 0 {
-			continue
-		}
-		slices.Sort(rows)
-		rec, err := t.take(cctx, out, batches[bi], rows)
-		if err != nil {
-			return err
-		}
-		if err := fn(rec); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.mergeInto(ctx, target, out, fm, keyCols, batchRows, cursors, fn)
 }
 
-// take builds a batch of schema out from the data columns (after the two
-// system columns) of b at rows.
-func (t *Table) take(ctx context.Context, out *arrow.Schema, b arrow.RecordBatch, rows []int64) (arrow.RecordBatch, error) {
+// mergeInto merges sorted runs (mergeCursors) into batches of schema out
+// of at most batchRows rows. Without fm (deduplicate), each key's last
+// record is kept when it is +I or +U; with fm (partial-update,
+// aggregation; target is the table's schema), every record of the keys
+// gathered so far goes to it, a batch's worth at a time, each key's
+// records whole.
+func (t *Table) mergeInto(ctx context.Context, target *Schema, out *arrow.Schema, fm *fieldMerger, keyCols []int,
+	batchRows int, cursors []*runCursor, fn func(arrow.RecordBatch) error) error {
+	// The batches pinned for picked rows: a run's batch while the run is
+	// on it, and a few it left, before the picks are handed over.
+	maxPins := 2*len(cursors) + 8
+	cctx := kernelctx.For(ctx, t.mem)
+	var picks []runRecord
+	p := &pins{}
+	defer p.unpinAll()
+	flush := func() error {
+		defer func() {
+			picks = picks[:0]
+			p.unpinAll()
+		}()
+		if len(picks) == 0 {
+			return nil
+		}
+		if fm == nil {
+			rec, err := t.gatherPicks(cctx, out, picks, 2)
+			if err != nil {
+				return err
+			}
+			return fn(rec)
+		}
+		raw, err := t.gatherPicks(cctx, picks[0].rec.Schema(), picks, 0)
+		if err != nil {
+			return err
+		}
+		defer raw.Release()
+		return fm.merge(ctx, t, target, out, []arrow.RecordBatch{raw}, keyCols, fn)
+	}
+	err := t.mergeCursors(ctx, cursors, keyCols, p, func(recs []runRecord) error {
+		if fm != nil {
+			picks = append(picks, recs...)
+		} else if w := recs[len(recs)-1]; w.kind == RowInsert || w.kind == RowUpdateAfter {
+			picks = append(picks, w)
+		}
+		if len(picks) >= batchRows || p.len() > maxPins {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// gatherPicks builds one batch of schema out from the columns, from column
+// from on, of the picked rows, in order.
+func (t *Table) gatherPicks(ctx context.Context, out *arrow.Schema, picks []runRecord, from int) (arrow.RecordBatch, error) {
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, b := range parts {
+			b.Release()
+		}
+	}()
+	for i := 0; i < len(picks); {
+		j := i
+		var rows []int64
+		for j < len(picks) && picks[j].rec == picks[i].rec {
+			rows = append(rows, int64(picks[j].row))
+			j++
+		}
+		b, err := t.take(ctx, out, picks[i].rec, rows, from)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, b)
+		i = j
+	}
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	cols := make([]arrow.Array, 0, out.NumFields())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for c := range out.NumFields() {
+		arrs := make([]arrow.Array, len(parts))
+		for i, b := range parts {
+			arrs[i] = b.Column(c)
+		}
+		col, err := array.Concatenate(arrs, t.mem)
+		if err != nil {
+			return nil, fmt.Errorf("table %q: %w", t.name, err)
+		}
+		cols = append(cols, col)
+	}
+	return array.NewRecordBatch(out, cols, int64(len(picks))), nil
+}
+
+// take builds a batch of schema out from the columns of b, from column
+// from on, at rows.
+func (t *Table) take(ctx context.Context, out *arrow.Schema, b arrow.RecordBatch, rows []int64, from int) (arrow.RecordBatch, error) {
 	ib := array.NewInt64Builder(t.mem)
 	defer ib.Release()
 	ib.AppendValues(rows, nil)
@@ -168,7 +240,7 @@ func (t *Table) take(ctx context.Context, out *arrow.Schema, b arrow.RecordBatch
 			c.Release()
 		}
 	}()
-	for c := 2; c < int(b.NumCols()); c++ {
+	for c := from; c < int(b.NumCols()); c++ {
 		a, err := compute.TakeArray(ctx, b.Column(c), idx)
 		if err != nil {
 			return nil, fmt.Errorf("table %q: %w", t.name, err)

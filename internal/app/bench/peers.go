@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -319,11 +320,13 @@ func readIcebergPeer(ctx context.Context, cfg Config, mode, uri string, pid int,
 // that holds the reference window, and a soft memory limit above it.
 var warmCacheFlags = []string{"--decode-cache-bytes", fmt.Sprint(384 << 20), "--memory-limit-mib", "640"}
 
-// sluicePeer reads a window from Python through a fresh flightd on wh: a
-// first read, then cfg.Runs measured ones; and adds flightd's peak RSS.
-// With cached, flightd's decode cache is on (its default), so the measured
-// runs read what the first read left; without, each run reads the files.
-func sluicePeer(ctx context.Context, cfg Config, wh string, req map[string]any, materialize, cached bool) (*PeerRead, error) {
+// sluicePeer reads a window from Python through a fresh flightd on wh
+// (with the extra flags): a first read, then cfg.Runs measured ones; and
+// adds flightd's peak RSS. With cached, flightd's decode cache is on (its
+// default), so the measured runs read what the first read left; without,
+// each run reads the files.
+func sluicePeer(ctx context.Context, cfg Config, wh string, req map[string]any, materialize, cached bool,
+	extra ...string) (*PeerRead, error) {
 	var flags []string
 	if !cached {
 		flags = noDecodeCache
@@ -334,7 +337,7 @@ func sluicePeer(ctx context.Context, cfg Config, wh string, req map[string]any, 
 		// this arm raises the bound, and the soft limit with it.
 		flags = warmCacheFlags
 	}
-	srv, err := startFlightdWith(ctx, cfg, wh, flags...)
+	srv, err := startFlightdWith(ctx, cfg, wh, append(slices.Clone(flags), extra...)...)
 	if err != nil {
 		return nil, err
 	}

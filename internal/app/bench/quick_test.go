@@ -272,3 +272,58 @@ func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// The Paimon arm at a tiny size: pypaimon writes both tables (a second
+// write reuses them), Sluice through a real flightd and pypaimon read the
+// same snapshots and agree on them (RunPaimon checks that), the upsert
+// snapshot's changes are the workload's, and the section renders every
+// read. It needs SLUICE_PYTHON (pyarrow) and SLUICE_PAIMON_PYTHON
+// (pypaimon).
+func TestPaimonArmTiny(t *testing.T) {
+	python, paimonPython := testsvc.Python(t), testsvc.PaimonPython(t)
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "github.com/sluicefeed/sluice/cmd/flightd")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build flightd: %v\n%s", err, out)
+	}
+	cfg := Config{Work: filepath.Join(dir, "work"), Flightd: filepath.Join(dir, "flightd"), Python: python,
+		PaimonPython: paimonPython, Runs: 1, Rows: 4000, PaimonRows: 2000, Log: testLog{t}}
+	if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rep, err := RunPaimonAlone(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := rep.Paimon
+	if pr == nil || pr.Workload.Cached || pr.Workload.AppendEnd != paimonFiles || pr.Workload.PKBase != paimonFiles ||
+		pr.Workload.PKEnd != paimonFiles+1 {
+		t.Fatalf("the Paimon report %+v; want freshly written tables of %d appends", pr, paimonFiles)
+	}
+	for _, r := range []*PeerRead{pr.AppendSluice, pr.AppendPeer, pr.PKSluice, pr.PKPeer} {
+		if r.Rows != 2000 || len(r.Seconds) != 1 || len(r.CPU) != 1 || r.PeakRSSMiB <= 0 {
+			t.Errorf("a state read %+v; want 2000 rows, a time, a CPU time and a peak RSS", r)
+		}
+	}
+	for _, r := range []*PeerRead{pr.AppendSluice, pr.PKSluice, pr.Upsert} {
+		if len(r.ServerCPU) != 1 || r.ServerPeakMiB <= 0 {
+			t.Errorf("a Sluice read: flightd's CPU %v, peak %v", r.ServerCPU, r.ServerPeakMiB)
+		}
+	}
+	if pr.UpsertStrategy != "paimon-merge-diff" || pr.Upsert.Rows != 2*20+2 {
+		t.Errorf("the upsert snapshot: strategy %q, %d rows; want paimon-merge-diff and 42", pr.UpsertStrategy,
+			pr.Upsert.Rows)
+	}
+	md := rep.PaimonMarkdown("test", cfg)
+	for _, s := range []string{"## Paimon: Sluice and pypaimon", "pypaimon 2.1.0 `to_arrow()`", "**Machine:**",
+		"20 update_before, 20 update_after, 2 delete"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("the section lacks %q:\n%s", s, md)
+		}
+	}
+	again, err := WritePaimon(ctx, cfg, filepath.Join(cfg.Work, "paimon"), NewPaimonParams(2000))
+	if err != nil || !again.Cached || again.PKEnd != pr.Workload.PKEnd {
+		t.Fatalf("second write: %+v, %v; want the tables reused", again, err)
+	}
+}

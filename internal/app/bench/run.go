@@ -48,7 +48,13 @@ type Config struct {
 	// it). Its arms run when Python is set; that Python needs deltalake
 	// and numpy too.
 	DeltaRows int
-	Log       io.Writer `json:"-"`
+	// PaimonPython is a Python with pypaimon, numpy and pyarrow, which
+	// writes the Paimon workload and reads it (empty: the Paimon arm does
+	// not run; it needs Python too, for the Sluice reads). PaimonRows is
+	// the rows of each of its tables (0: Rows).
+	PaimonPython string
+	PaimonRows   int
+	Log          io.Writer `json:"-"`
 }
 
 // Arm is one measured way of reading.
@@ -97,6 +103,8 @@ type Report struct {
 	LoadStart, LoadEnd string
 	// Delta is what the Delta arms found (nil when they did not run).
 	Delta *DeltaReport
+	// Paimon is what the Paimon arm found (nil when it did not run).
+	Paimon *PaimonReport
 	// Peers are the side-by-side readers of the same windows.
 	Peers []PeerArm
 	// Scale is the scale curve, one point per table size.
@@ -301,6 +309,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Python != "" && cfg.DeltaRows >= 0 {
 		if err := runDelta(ctx, cfg, wh, rep); err != nil {
 			return nil, fmt.Errorf("delta: %w", err)
+		}
+	}
+
+	// Paimon: tables pypaimon wrote, Sluice against pypaimon's own read.
+	if cfg.Python != "" && cfg.PaimonPython != "" {
+		if err := RunPaimon(ctx, cfg, wh, rep); err != nil {
+			return nil, fmt.Errorf("paimon: %w", err)
 		}
 	}
 	rep.LoadEnd = loadAverage()
@@ -513,6 +528,15 @@ func Prepare(ctx context.Context, cfg Config) error {
 			rows = cfg.Rows
 		}
 		if _, err := WriteDelta(ctx, cfg, filepath.Join(cfg.Work, "delta"), NewDeltaParams(rows)); err != nil {
+			return err
+		}
+	}
+	if cfg.PaimonPython != "" {
+		rows := cfg.PaimonRows
+		if rows <= 0 {
+			rows = cfg.Rows
+		}
+		if _, err := WritePaimon(ctx, cfg, filepath.Join(cfg.Work, "paimon"), NewPaimonParams(rows)); err != nil {
 			return err
 		}
 	}

@@ -173,6 +173,22 @@ func python() (string, error) {
 	return py, nil
 }
 
+// PaimonPython returns the Python interpreter of the pypaimon venv
+// (make paimon-venv): SLUICE_PAIMON_PYTHON, which make test sets. Without
+// it the test fails, or skips when SLUICE_SKIP_PYTHON is set.
+func PaimonPython(t testing.TB) string {
+	t.Helper()
+	py := os.Getenv("SLUICE_PAIMON_PYTHON")
+	if py == "" {
+		if os.Getenv("SLUICE_SKIP_PYTHON") != "" {
+			t.Skip("SLUICE_SKIP_PYTHON is set")
+		}
+		t.Fatal("SLUICE_PAIMON_PYTHON is not set: run the tests with `make test` (or set it to " +
+			".tmp/venv-paimon/bin/python after `make paimon-venv`), which installs pypaimon")
+	}
+	return py
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // startOnFreePort starts a server on a free loopback port: start launches
