@@ -123,6 +123,7 @@ func (r *Report) Markdown(command string, cfg Config) string {
 	fmt.Fprintf(&b, "the row groups whose key statistics can hold a deleted key (asserted by\n")
 	fmt.Fprintf(&b, "`TestEqualityDeleteReadsFewRowGroups` in feed/, and counted by `sluice_row_groups_read_total`).\n")
 	b.WriteString(r.peersSection(cfg))
+	b.WriteString(r.decodeLineSection())
 	b.WriteString(r.scaleSection(cfg))
 	b.WriteString(notes)
 	return b.String()
