@@ -98,6 +98,9 @@ func runAppendLayouts(ctx context.Context, cfg Config, wh string, ref *Reference
 		if err != nil {
 			return fmt.Errorf("append window, %s: %w", l.reader, err)
 		}
+		if r.Rows == 0 || r.Ops["insert"] != r.Rows {
+			return fmt.Errorf("append window, %s: read %d rows (%v), want inserts only", l.reader, r.Rows, r.Ops)
+		}
 		r.Note = fmt.Sprintf("pyarrow.flight, `read_all()`, %s; the runs after a first read of the same `flightd`, "+
 			"its decode cache off (each run reads the files)", how)
 		rep.Peers = append(rep.Peers, PeerArm{Window: peerAppend, Reader: l.reader, Sluice: true, PeerRead: *r})
