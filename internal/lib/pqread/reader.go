@@ -83,8 +83,10 @@ type Options struct {
 	// Path names the file in errors.
 	Path string
 	// Parallelism is how many goroutines decode a batch's columns at once
-	// (default 1: the engine reads several files at once, and on two cores
-	// decoding one file's columns in parallel gains little).
+	// (default 1). The Iceberg and Delta readers pass GOMAXPROCS: the
+	// engine reads several files ahead but holds only two batches of each,
+	// so the file the consumer takes is the one decoding, and it needs the
+	// cores.
 	Parallelism int
 	// BufferSize, when positive, streams each column chunk through a
 	// buffer of that many bytes. By default Read reads each column chunk of
