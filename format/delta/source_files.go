@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -191,11 +192,18 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 		return lake.ReadError(f.name, snapshot, what, err)
 	}
 	rows := int64(0)
+	// The columns of a batch decode in parallel, as Iceberg's files do:
+	// the files read ahead of the one the consumer takes hold two batches
+	// each, so the file being taken is the one decoding, and it has the
+	// cores (in goroutines pqread owns, and recovers). delta-rs writes one
+	// row group per file, so without this a one-file commit decodes on
+	// one core while the other waits.
 	err = pqread.Read(ctx, r, target, cols, pqread.Options{Allocator: f.mem, BatchRows: f.batchRows,
-		RowGroups: rgs, Meta: meta, Path: file.path}, func(rec arrow.RecordBatch, first int64) error {
-		rows += rec.NumRows()
-		return fn(rec, first)
-	})
+		RowGroups: rgs, Meta: meta, Path: file.path, Parallelism: runtime.GOMAXPROCS(0)},
+		func(rec arrow.RecordBatch, first int64) error {
+			rows += rec.NumRows()
+			return fn(rec, first)
+		})
 	if err != nil {
 		return lake.ReadError(f.name, snapshot, what, err)
 	}

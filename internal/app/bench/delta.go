@@ -217,8 +217,9 @@ type DeltaReport struct {
 	Workload *Delta
 	// CDF, NoCDF and Peer are the reads of the window: Sluice on the
 	// table with the change data feed on, on the one with it off, and
-	// delta-rs's load_cdf on the first.
-	CDF, NoCDF, Peer *DeltaRead
+	// delta-rs's load_cdf on the first. Flat is Sluice's read of the first
+	// in the flat layout (load_cdf's shape).
+	CDF, Flat, NoCDF, Peer *DeltaRead
 	// PeerNoCDF is load_cdf's answer on the table with the feed off.
 	PeerNoCDF string
 	// Identity is the identity the read of the table without the feed
@@ -229,6 +230,7 @@ type DeltaReport struct {
 // Delta arm names.
 const (
 	armDeltaCDF       = "Delta window, CDF on: sluice via pyarrow"
+	armDeltaCDFFlat   = "Delta window, CDF on, layout flat: sluice via pyarrow"
 	armDeltaPeer      = "Delta window, CDF on: delta-rs load_cdf() read into Arrow"
 	armDeltaNoCDF     = "Delta window, CDF off (add/remove), identity id: sluice via pyarrow"
 	armDeltaCDFMem    = "flightd peak RSS, Delta window, CDF on"
@@ -260,7 +262,9 @@ func runDelta(ctx context.Context, cfg Config, wh string, rep *Report) error {
 	var memArms []Arm
 	defer func() { rep.Arms = append(rep.Arms, memArms...) }()
 
-	sluiceArm := func(name, memName, table string, identity []string, maxMiB float64) (*DeltaRead, error) {
+	// sluiceArm measures a read through a fresh flightd; memName "" adds
+	// no memory arm.
+	sluiceArm := func(name, memName, table, layout string, identity []string, maxMiB float64) (*DeltaRead, error) {
 		srv, err := startFlightd(ctx, cfg, wh, "--delta-root", root)
 		if err != nil {
 			return nil, err
@@ -269,6 +273,9 @@ func runDelta(ctx context.Context, cfg Config, wh string, rep *Report) error {
 		req := map[string]any{"table": "delta." + table, "to_snapshot": fmt.Sprint(wl.End)}
 		if len(identity) > 0 {
 			req["identity"] = identity
+		}
+		if layout != "" {
+			req["layout"] = layout
 		}
 		cfg.logf("measuring %s", name)
 		r, err := readDelta(ctx, cfg, "sluice", "grpc://"+srv.addr, srv.cmd.Process.Pid, req, "", wl.End)
@@ -280,11 +287,17 @@ func runDelta(ctx context.Context, cfg Config, wh string, rep *Report) error {
 			return nil, err
 		}
 		rep.Arms = append(rep.Arms, Arm{Name: name, Rows: r.Rows, Seconds: r.Seconds, CPU: r.CPU, ServerCPU: r.ServerCPU})
+		if memName == "" {
+			return r, nil
+		}
 		memArms = append(memArms, Arm{Name: memName, Rows: r.Rows, Value: fmt.Sprintf("%.0f MiB", peak),
 			MaxMiB: maxMiB, PeakMiB: peak})
 		return r, nil
 	}
-	if dr.CDF, err = sluiceArm(armDeltaCDF, armDeltaCDFMem, DeltaTableCDF, nil, 0); err != nil {
+	if dr.CDF, err = sluiceArm(armDeltaCDF, armDeltaCDFMem, DeltaTableCDF, "", nil, 0); err != nil {
+		return err
+	}
+	if dr.Flat, err = sluiceArm(armDeltaCDFFlat, "", DeltaTableCDF, "flat", nil, 0); err != nil {
 		return err
 	}
 	cfg.logf("measuring %s", armDeltaPeer)
@@ -304,7 +317,7 @@ func runDelta(ctx context.Context, cfg Config, wh string, rep *Report) error {
 			PeerRead: asPeer(dr.CDF, memArms[0].PeakMiB, "pyarrow.flight, `read_all()`")},
 		PeerArm{Window: window, Reader: "delta-rs " + wl.Deltalake + " `load_cdf`",
 			PeerRead: asPeer(dr.Peer, 0, "`pa.table(DeltaTable(path).load_cdf(0, end))`")})
-	if dr.NoCDF, err = sluiceArm(armDeltaNoCDF, armDeltaNoCDFMem, DeltaTableNoCDF, dr.Identity,
+	if dr.NoCDF, err = sluiceArm(armDeltaNoCDF, armDeltaNoCDFMem, DeltaTableNoCDF, "", dr.Identity,
 		deltaNoCDFMaxMiB); err != nil {
 		return err
 	}
@@ -332,7 +345,7 @@ func (dr *DeltaReport) check() error {
 	for _, r := range []struct {
 		name string
 		read *DeltaRead
-	}{{armDeltaCDF, dr.CDF}, {armDeltaPeer, dr.Peer}, {armDeltaNoCDF, dr.NoCDF}} {
+	}{{armDeltaCDF, dr.CDF}, {armDeltaCDFFlat, dr.Flat}, {armDeltaPeer, dr.Peer}, {armDeltaNoCDF, dr.NoCDF}} {
 		if r.read.Error != "" {
 			return fmt.Errorf("%s: %s", r.name, r.read.Error)
 		}
@@ -460,6 +473,9 @@ if a["mode"] == "sluice":
     ticket = flight.Ticket(body)
     read = lambda: client.do_get(ticket).read_all()
     kinds, names = "op", {}
+    if a["request"].get("layout") == "flat":
+        kinds = "_change_type"
+        names = {"update_preimage": "update_before", "update_postimage": "update_after"}
 else:
     from deltalake import DeltaTable
     dt = DeltaTable(a["dir"])

@@ -81,17 +81,19 @@ if a["mode"] == "sluice":
     import pyarrow.flight as flight
     client = flight.connect(a["uri"])
     ticket = flight.Ticket(json.dumps(a["request"]).encode())
+    # The flat layout names the change type _change_type.
+    kind = "_change_type" if a["request"].get("layout") == "flat" else "op"
     def read():
         r = client.do_get(ticket)
         if a["materialize"]:
             t = r.read_all()
             ops = {}
-            count_ops(ops, t.column("op"))
+            count_ops(ops, t.column(kind))
             return t.num_rows, ops
         n, ops = 0, {}
         for chunk in r:
             n += chunk.data.num_rows
-            count_ops(ops, chunk.data.column("op"))
+            count_ops(ops, chunk.data.column(kind))
         return n, ops
 else:
     from pyiceberg.catalog.sql import SqlCatalog

@@ -209,6 +209,7 @@ func TestRunTiny(t *testing.T) {
 		}
 	}
 	want := []string{"append window: " + readerSluiceCold, "append window: " + readerSluiceWarm,
+		"append window: " + readerSluiceFlat, "append window: " + readerSluiceRend,
 		"copy-on-write window (4000-row table): Sluice via pyarrow",
 		"copy-on-write window (4000-row table): full re-read of both snapshots and diff, Go (iceberg-go scan)"}
 	for _, w := range want {
@@ -221,7 +222,8 @@ func TestRunTiny(t *testing.T) {
 		t.Fatalf("scale points %+v", rep.Scale)
 	}
 	md := rep.Markdown("test", cfg)
-	for _, s := range []string{"## Peers, side by side", "## Large windows", "](bench-scale.svg)", "pyiceberg's speed"} {
+	for _, s := range []string{"## Peers, side by side", "## Large windows", "](bench-scale.svg)", "pyiceberg's speed",
+		"## Decode line", "flightd's CPU per row, full width", "append window, flat: Sluice via pyarrow at"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("the report lacks %q", s)
 		}

@@ -123,6 +123,7 @@ func (r *Report) Markdown(command string, cfg Config) string {
 	fmt.Fprintf(&b, "the row groups whose key statistics can hold a deleted key (asserted by\n")
 	fmt.Fprintf(&b, "`TestEqualityDeleteReadsFewRowGroups` in feed/, and counted by `sluice_row_groups_read_total`).\n")
 	b.WriteString(r.peersSection(cfg))
+	b.WriteString(r.decodeLineSection())
 	b.WriteString(r.scaleSection(cfg))
 	b.WriteString(r.paimonSection(cfg))
 	b.WriteString(notes)
@@ -273,6 +274,22 @@ const notes = `
   rate. An append window is the case where pyiceberg needs nothing but a scan; the windows with
   deletes, updates or compactions, which pyiceberg cannot compute at all, are where Sluice is the
   only choice.
+- **The decode line (issue 24; the Decode line section).** flightd's CPU per row stays about twice
+  Arrow C++'s decode of the same files. A CPU profile of flightd serving the append window flat in a
+  loop (arrow-go v18.9, 12 reads, ` + "`" + `flightd --pprof` + "`" + `, 2026-12-07): zstd 28% of its samples
+  (klauspost's pure-Go decoder, where pyarrow links libzstd), byte arrays 24% (arrow-go's
+  ` + "`" + `PlainByteArrayDecoder` + "`" + ` fills a slice of ` + "`" + `[]byte` + "`" + ` headers, each store a write barrier while the
+  collector marks, then a ` + "`" + `BinaryBuilder` + "`" + ` copies every value), fresh zeroed Arrow buffers 11% and the
+  collector about 12% more, the gRPC writer 6%. zstd and byte arrays alone cost flightd about what
+  Arrow C++ spends on the whole read, so 1.2× needs arrow-go's decoder changed (PLAIN byte arrays
+  decoded straight into offsets and data, a libzstd codec) or the buffer pool above. The Delta files
+  are snappy; there arrow-go v18.8's dictionary decoder regrew each dictionary on every batch (10%
+  of the samples, in ` + "`" + `growslice` + "`" + `), which v18.9 fixes. Without the change data feed, the Delta
+  window reads the MERGE's removed file and its rewrite whole (500,000 rows more than the feed's
+  read) and cancels the carried-over rows: decode 43% of that read's samples, the carry-over 12%,
+  its partitions 15%; about twice the CPU of the read with the feed, where the target asks 1.25×.
+  Through Flight the append window's speed against pyiceberg moves with the machine's load: other
+  work slows pyiceberg's decode threads more than flightd's two goroutines.
 - **The 1% window (target ≥ 50× at 10M rows, growing with the table)**, when a run misses it: the
   window's copy-on-write snapshots rewrite the files that hold the updated and deleted rows
   (250,000-row files), so the feed must decode both versions of each rewritten file in full and

@@ -178,6 +178,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil
 	}
 	two := []string{"id", "amount"}
+	lastAppend := ref.Appends[len(ref.Appends)-1]
 	feed := func(req sluice.ChangeRequest) func() (int64, error) {
 		return func() (int64, error) { return readGo(ctx, client, req) }
 	}
@@ -217,6 +218,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			sluice.ChangeRequest{Table: ref.Table, FoldUpdates: true}},
 		{Arm{Name: "feed, 11 columns, net_changes (Go client)", Ref: "feed, 11 columns (Go client)", Target: 1.0 / 3},
 			sluice.ChangeRequest{Table: ref.Table, NetChanges: true}},
+		// The append window alone: the files Arrow C++'s decode arms read.
+		{Arm{Name: armFeedAppend11}, sluice.ChangeRequest{Table: ref.Table, ToSnapshot: &lastAppend}},
+		{Arm{Name: armFeedAppend2}, sluice.ChangeRequest{Table: ref.Table, ToSnapshot: &lastAppend, Columns: two}},
 	}
 	for _, a := range arms {
 		if err := add(a.arm, feed(a.req)); err != nil {
@@ -245,6 +249,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// Spark and the Go full diff read too.
 	if cfg.Python != "" {
 		if err := runAppendPeers(ctx, cfg, wh, ref, rep); err != nil {
+			return nil, err
+		}
+		if err := runAppendLayouts(ctx, cfg, wh, ref, rep); err != nil {
+			return nil, err
+		}
+		if err := runArrowDecode(ctx, cfg, ref, rep); err != nil {
 			return nil, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -82,8 +83,10 @@ type Options struct {
 	// Path names the file in errors.
 	Path string
 	// Parallelism is how many goroutines decode a batch's columns at once
-	// (default 1: the engine reads several files at once, and on two cores
-	// decoding one file's columns in parallel gains little).
+	// (default 1). The Iceberg and Delta readers pass GOMAXPROCS: the
+	// engine reads several files ahead but holds only two batches of each,
+	// so the file the consumer takes is the one decoding, and it needs the
+	// cores.
 	Parallelism int
 	// BufferSize, when positive, streams each column chunk through a
 	// buffer of that many bytes. By default Read reads each column chunk of
@@ -377,7 +380,10 @@ func (r *reader) plan(meta *Meta, want []int) ([]int, error) {
 // checkRanges checks that the column chunks to read lie within the file,
 // so that the decoder neither allocates from a nonsense size nor reads
 // past the end (which, where pqarrow reads a struct's children in
-// goroutines of its own, no recover of ours could catch).
+// goroutines of its own, no recover of ours could catch), and that each
+// is compressed with a codec the decoder has (arrow-go's page reader
+// allocates its buffers before it looks the codec up, and drops them
+// unreleased when it finds none).
 func checkRanges(meta *Meta, rgs, leaves []int, path string) error {
 	for _, rg := range rgs {
 		rgm := meta.File.RowGroup(rg)
@@ -393,6 +399,10 @@ func checkRanges(meta *Meta, rgs, leaves []int, path string) error {
 			if start < 0 || n < 0 || start > meta.size || n > meta.size-start {
 				return fmt.Errorf("%w: %s: row group %d: column %s: bytes %d+%d outside a file of %d",
 					ErrCorrupt, path, rg, meta.File.Schema.Column(leaf).Path(), start, n, meta.size)
+			}
+			if _, err := compress.GetCodec(cc.Compression()); err != nil {
+				return fmt.Errorf("%w: %s: row group %d: column %s: %w", ErrCorrupt, path, rg,
+					meta.File.Schema.Column(leaf).Path(), err)
 			}
 		}
 	}
