@@ -95,8 +95,15 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 	if sp.lineage {
 		rest = func(cs *changeSet) func(dels, ins []rowRef) error {
 			return func(dels, ins []rowRef) error {
+				if len(dels)+len(ins) == 0 {
+					return nil
+				}
 				if unmatched == nil {
-					s := cs.dels[0].Schema()
+					sides := cs.dels
+					if len(sides) == 0 {
+						sides = cs.ins
+					}
+					s := sides[0].Schema()
 					unmatched = newPartitioner(ctx, d.mem, d.spill, l, 0, s, s)
 					hashCols = partitionColumns(s, pairingKey(p, sp), false)
 				}
@@ -117,8 +124,11 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 	}
 	err = part.each(func(pt partition) error {
 		cs := &changeSet{dels: pt.batches[0], ins: pt.batches[1]}
+		// Every row lineage leaves unmatched goes to the second pass, also
+		// from a partition of one side: its match by value may be in
+		// another partition of ids.
 		var r func(dels, ins []rowRef) error
-		if rest != nil && len(cs.dels) > 0 && len(cs.ins) > 0 {
+		if rest != nil {
 			r = rest(cs)
 		}
 		return d.emitSet(ctx, asm, p, sp, rf, fold, cs, r, spooled)

@@ -93,90 +93,116 @@ func TestFixturesRowLineage(t *testing.T) {
 			if len(fx.exp.Snapshots[0].Lineage) == 0 {
 				t.Fatalf("%s: EXPECTED.json holds no lineage", name)
 			}
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 5})
-			snaps := fx.exp.Snapshots
-			paired := 0
-			for i := 1; i < len(snaps); i++ {
-				s := snaps[i]
-				t.Run(fmt.Sprintf("%02d_%s", i+1, s.Operation), func(t *testing.T) {
-					end := fx.schema(t, s)
-					req := feed.Request{FromSnapshot: &snaps[i-1].SnapshotID, ToSnapshot: &s.SnapshotID, Lineage: true}
-					p, changes := fx.readFeed(t, eng, req, end)
-					if len(p.Identity) > 0 {
-						t.Fatalf("plan with identity %v on a table without identifier fields", p.Identity)
-					}
-					before, after := fx.lineageRows(t, i-1, end), fx.lineageRows(t, i, end)
-					// The changes the two states say, row id by row id, when
-					// every row has one.
-					want, complete := fxLineageChanges(before, after)
-					wantPairing := feed.PairingRowLineage
-					if !complete {
-						// Rows without ids fall back; without identity
-						// columns, to a delete and an insert.
-						wantPairing = feed.PairingNone
-					}
-					if p.Pairing != wantPairing {
-						t.Errorf("plan pairing %q, want %q", p.Pairing, wantPairing)
-					}
-					// Every image carries the row id Spark reads for it.
-					byData := func(rows map[string]fxLineageRow) map[string]string {
-						out := map[string]string{}
-						for _, r := range rows {
-							out[r.data] = r.rowID
-						}
-						return out
-					}
-					beforeIDs, afterIDs := byData(before), byData(after)
-					got := fxState{}
-					for _, c := range changes {
-						if c.before != "" {
-							data, rid := fxSplitRowID(t, c.before)
-							if want, ok := beforeIDs[data]; !ok || want != rid {
-								t.Errorf("%s before-image %s has row id %q, Spark reads %q", c.op, data, rid, want)
-							}
-							if c.op == feed.OpUpdateBefore {
-								paired++
-							}
-							got[fmt.Sprintf("%s %s %s", c.op, rid, data)]++
-						}
-						if c.after != "" {
-							data, rid := fxSplitRowID(t, c.after)
-							if want, ok := afterIDs[data]; !ok || want != rid {
-								t.Errorf("%s after-image %s has row id %q, Spark reads %q", c.op, data, rid, want)
-							}
-							got[fmt.Sprintf("%s %s %s", c.op, rid, data)]++
-						}
-					}
-					if !complete {
-						for _, c := range changes {
-							if c.op != feed.OpDelete && c.op != feed.OpInsert {
-								t.Errorf("a snapshot that changes rows without row ids, on a table without "+
-									"identity, emits %s", c.op)
-							}
-						}
-						t.Logf("rows without row ids: the rest is checked by the full-state oracle (TestFixtures)")
-						return
-					}
-					if d := fxDiff(got, want); d != "" {
-						t.Errorf("snapshot %d (%s): the feed is not the changes by row id of Spark's reads "+
-							"(missing: by row id, not in the feed; extra: the other way):\n%s", s.SnapshotID, s.Statement, d)
-					}
-					for _, sp := range p.Snapshots {
-						if sp.Pairing != "" && sp.Pairing != feed.PairingRowLineage {
-							t.Errorf("snapshot %d pairs by %q (%s), want row-lineage", sp.ID, sp.Pairing, sp.LineageReason)
-						}
-					}
-					if s.SparkChangelogUpdates != nil {
-						fx.checkChangelogUpdates(t, s, changes, end)
-					}
-				})
-			}
-			if name == "spark_lineage_v3" && paired == 0 {
-				t.Errorf("no snapshot paired an update")
+			for _, budget := range []int64{0, 1} {
+				t.Run(fmt.Sprintf("budget_%d", budget), func(t *testing.T) { fx.checkRowLineage(t, budget) })
 			}
 		})
+	}
+}
+
+// checkRowLineage reads every snapshot of a row-lineage fixture with
+// "lineage": true, in memory (budget 0) or spilling (a budget of one
+// byte), and checks its pairing by row id against the writer's reads.
+func (fx *fxFixture) checkRowLineage(t *testing.T, budget int64) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 5,
+		MemoryBudget: budget, SpillDir: t.TempDir()})
+	snaps := fx.exp.Snapshots
+	paired := 0
+	for i := 1; i < len(snaps); i++ {
+		s := snaps[i]
+		t.Run(fmt.Sprintf("%02d_%s", i+1, s.Operation), func(t *testing.T) {
+			end := fx.schema(t, s)
+			req := feed.Request{FromSnapshot: &snaps[i-1].SnapshotID, ToSnapshot: &s.SnapshotID, Lineage: true}
+			p, changes := fx.readFeed(t, eng, req, end)
+			if len(p.Identity) > 0 {
+				t.Fatalf("plan with identity %v on a table without identifier fields", p.Identity)
+			}
+			before, after := fx.lineageRows(t, i-1, end), fx.lineageRows(t, i, end)
+			// The changes the two states say, row id by row id, when
+			// every row has one.
+			want, complete := fxLineageChanges(before, after)
+			wantPairing := feed.PairingRowLineage
+			if !complete {
+				// Rows without ids fall back; without identity
+				// columns, to a delete and an insert.
+				wantPairing = feed.PairingNone
+			}
+			if p.Pairing != wantPairing {
+				t.Errorf("plan pairing %q, want %q", p.Pairing, wantPairing)
+			}
+			// Every image carries the row id Spark reads for it.
+			byData := func(rows map[string]fxLineageRow) map[string]string {
+				out := map[string]string{}
+				for _, r := range rows {
+					out[r.data] = r.rowID
+				}
+				return out
+			}
+			beforeIDs, afterIDs := byData(before), byData(after)
+			got := fxState{}
+			for _, c := range changes {
+				if c.before != "" {
+					data, rid := fxSplitRowID(t, c.before)
+					if want, ok := beforeIDs[data]; !ok || want != rid {
+						t.Errorf("%s before-image %s has row id %q, Spark reads %q", c.op, data, rid, want)
+					}
+					if c.op == feed.OpUpdateBefore {
+						paired++
+					}
+					got[fmt.Sprintf("%s %s %s", c.op, rid, data)]++
+				}
+				if c.after != "" {
+					data, rid := fxSplitRowID(t, c.after)
+					if want, ok := afterIDs[data]; !ok || want != rid {
+						t.Errorf("%s after-image %s has row id %q, Spark reads %q", c.op, data, rid, want)
+					}
+					got[fmt.Sprintf("%s %s %s", c.op, rid, data)]++
+				}
+			}
+			if !complete {
+				dels, ins := fxState{}, fxState{}
+				for _, c := range changes {
+					if c.op != feed.OpDelete && c.op != feed.OpInsert {
+						t.Errorf("a snapshot that changes rows without row ids, on a table without "+
+							"identity, emits %s", c.op)
+					}
+					if c.before != "" {
+						data, _ := fxSplitRowID(t, c.before)
+						dels[data]++
+					}
+					if c.after != "" {
+						data, _ := fxSplitRowID(t, c.after)
+						ins[data]++
+					}
+				}
+				// Carry-overs cancel by value where ids do not meet.
+				for data := range dels {
+					if ins[data] > 0 {
+						t.Errorf("snapshot %d deletes and re-inserts the unchanged row %s (carry-over)",
+							s.SnapshotID, data)
+					}
+				}
+				t.Logf("rows without row ids: the rest is checked by the full-state oracle (TestFixtures)")
+				return
+			}
+			if d := fxDiff(got, want); d != "" {
+				t.Errorf("snapshot %d (%s): the feed is not the changes by row id of Spark's reads "+
+					"(missing: by row id, not in the feed; extra: the other way):\n%s", s.SnapshotID, s.Statement, d)
+			}
+			for _, sp := range p.Snapshots {
+				if sp.Pairing != "" && sp.Pairing != feed.PairingRowLineage {
+					t.Errorf("snapshot %d pairs by %q (%s), want row-lineage", sp.ID, sp.Pairing, sp.LineageReason)
+				}
+			}
+			if s.SparkChangelogUpdates != nil {
+				fx.checkChangelogUpdates(t, s, changes, end)
+			}
+		})
+	}
+	if fx.name == "spark_lineage_v3" && paired == 0 {
+		t.Errorf("no snapshot paired an update")
 	}
 }
 
