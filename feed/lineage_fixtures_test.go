@@ -24,6 +24,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 
@@ -266,5 +267,46 @@ func (fx *fxFixture) checkChangelogUpdates(t *testing.T, s fxSnapshot, changes [
 	if d := fxDiff(got, want); d != "" {
 		t.Errorf("snapshot %d (%s): the feed paired by row lineage is not Spark's changelog with "+
 			"compute_updates (missing: in Spark's, not the feed; extra: in the feed only):\n%s", s.SnapshotID, s.Statement, d)
+	}
+}
+
+// TestFixturesRowLineageState reads the full state of every snapshot of
+// the row-lineage fixtures with "lineage": true: every row carries the
+// _row_id Spark reads for it (materialized, or inherited from its file's
+// first_row_id and its position; null before the upgrade to v3).
+func TestFixturesRowLineageState(t *testing.T) {
+	for _, name := range fxLineageNames {
+		t.Run(name, func(t *testing.T) {
+			fx := fxLoad(t, name)
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 5})
+			for i, s := range fx.exp.Snapshots {
+				end := fx.schema(t, s)
+				want := fxState{}
+				for _, r := range fx.lineageRows(t, i, end) {
+					want[r.data+r.rowID]++
+				}
+				sp, err := eng.PlanState(t.Context(), feed.Request{Table: fx.name, ToSnapshot: &s.SnapshotID, Lineage: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := fxState{}
+				for b, err := range eng.ReadState(t.Context(), sp) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					after := b.Record.Column(2).(*array.Struct)
+					for r := range int(b.Record.NumRows()) {
+						data, rid := fxSplitRowID(t, fxImage(after, r))
+						got[data+rid]++
+					}
+					b.Record.Release()
+				}
+				if d := fxDiff(got, want); d != "" {
+					t.Errorf("snapshot %d: the state with row ids is not Spark's:\n%s", s.SnapshotID, d)
+				}
+			}
+		})
 	}
 }
