@@ -6,9 +6,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/filter"
 	"github.com/sluicefeed/sluice/internal/lib/rowkey"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // changeSet holds changed rows of one snapshot as full-width rows (every
@@ -57,7 +59,7 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 	err := d.eachFile(ctx, sp, whole, func(side int, rec arrow.RecordBatch) error {
 		if part == nil {
 			part = newPartitioner(ctx, d.mem, d.spill, l, 0, rec.Schema(), rec.Schema())
-			hashCols = partitionColumns(rec.Schema(), pairingKey(p, sp))
+			hashCols = partitionColumns(rec.Schema(), pairingKey(p, sp), sp.lineage)
 		}
 		return part.add(side, rec, rh.hashes(rec, hashCols))
 	})
@@ -76,23 +78,109 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 		return err
 	}
 	defer out.close()
+	spooled := func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		return out.add(kindOf(rec.Column(0).(*array.String).Value(0)), rec)
+	}
+	// Partitions by row id pair rows by lineage; the rows it leaves
+	// unmatched go to a second pass, partitioned by their values (or
+	// identity), where carry-overs cancel and identity pairs.
+	var unmatched *partitioner
+	defer func() {
+		if unmatched != nil {
+			unmatched.close()
+		}
+	}()
+	var rest func(cs *changeSet) func(dels, ins []rowRef) error
+	if sp.lineage {
+		rest = func(cs *changeSet) func(dels, ins []rowRef) error {
+			return func(dels, ins []rowRef) error {
+				if len(dels)+len(ins) == 0 {
+					return nil
+				}
+				if unmatched == nil {
+					sides := cs.dels
+					if len(sides) == 0 {
+						sides = cs.ins
+					}
+					s := sides[0].Schema()
+					unmatched = newPartitioner(ctx, d.mem, d.spill, l, 0, s, s)
+					hashCols = partitionColumns(s, pairingKey(p, sp), false)
+				}
+				for side, list := range [][]rowRef{sideDeleted: dels, sideInserted: ins} {
+					batches := cs.dels
+					if side == sideInserted {
+						batches = cs.ins
+					}
+					if err := moveRows(ctx, d.mem, batches, list, func(rec arrow.RecordBatch) error {
+						return unmatched.add(side, rec, rh.hashes(rec, hashCols))
+					}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
+	}
 	err = part.each(func(pt partition) error {
 		cs := &changeSet{dels: pt.batches[0], ins: pt.batches[1]}
-		return d.emitChanges(ctx, asm, p, sp, rf, fold, cs, func(rec arrow.RecordBatch) error {
-			defer rec.Release()
-			return out.add(kindOf(rec.Column(0).(*array.String).Value(0)), rec)
-		})
+		// Every row lineage leaves unmatched goes to the second pass, also
+		// from a partition of one side: its match by value may be in
+		// another partition of ids.
+		var r func(dels, ins []rowRef) error
+		if rest != nil {
+			r = rest(cs)
+		}
+		return d.emitSet(ctx, asm, p, sp, rf, fold, cs, r, spooled)
 	})
 	if err != nil {
 		return err
 	}
+	if unmatched != nil {
+		second := sp
+		second.lineage = false
+		if err := unmatched.each(func(pt partition) error {
+			return d.emitChanges(ctx, asm, p, second, rf, fold, &changeSet{dels: pt.batches[0], ins: pt.batches[1]}, spooled)
+		}); err != nil {
+			return err
+		}
+	}
 	return out.each([]int{kindDelete, kindPair, kindInsert}, func(_ int, rec arrow.RecordBatch) error { return emit(rec) })
 }
 
+// moveRows copies the referenced rows (ordered by batch, then row) out of
+// batches, one batch per source batch, and hands each to add, which takes
+// it over.
+func moveRows(ctx context.Context, mem memory.Allocator, batches []arrow.RecordBatch, list []rowRef,
+	add func(arrow.RecordBatch) error) error {
+	for i := 0; i < len(list); {
+		b := list[i].b
+		keep := make([]bool, batches[b].NumRows())
+		for ; i < len(list) && list[i].b == b; i++ {
+			keep[list[i].r] = true
+		}
+		rec, err := lake.SelectRows(ctx, mem, batches[b], func(r int) bool { return keep[r] })
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			continue
+		}
+		if err := add(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // partitionColumns are the columns whose hash partitions a snapshot's
-// changed rows: the identity columns when every one is in the schema,
-// else every column.
-func partitionColumns(s *arrow.Schema, identity []string) []int {
+// changed rows: the row id for a snapshot paired by row lineage (lineage
+// set), else the identity columns when every one is in the schema, else
+// every data column.
+func partitionColumns(s *arrow.Schema, identity []string, lineage bool) []int {
+	if id, _, ok := lineageColumns(s); ok && lineage {
+		return []int{id}
+	}
 	var cols []int
 	for _, n := range identity {
 		idx := s.FieldIndices(n)
@@ -105,11 +193,7 @@ func partitionColumns(s *arrow.Schema, identity []string) []int {
 	if len(cols) > 0 {
 		return cols
 	}
-	cols = make([]int, s.NumFields())
-	for i := range cols {
-		cols[i] = i
-	}
-	return cols
+	return dataColumns(s)
 }
 
 // emitChanges computes the changes of a change set held in memory (all of
@@ -118,17 +202,39 @@ func partitionColumns(s *arrow.Schema, identity []string) []int {
 // as batches each of one kind, deletes first, then pairs, then inserts.
 func (d *diffReader) emitChanges(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *filter.RowEvaluator,
 	fold bool, cs *changeSet, emit func(arrow.RecordBatch) error) error {
+	return d.emitSet(ctx, asm, p, sp, rf, fold, cs, nil, emit)
+}
+
+// emitSet is emitChanges, where rest, when set, takes the deleted and
+// inserted rows that row lineage leaves unmatched instead of their being
+// cancelled and paired here (the first pass over spilled partitions, see
+// changes).
+func (d *diffReader) emitSet(ctx context.Context, asm *assembler, p *Plan, sp SnapshotPlan, rf *filter.RowEvaluator,
+	fold bool, cs *changeSet, rest func(dels, ins []rowRef) error, emit func(arrow.RecordBatch) error) error {
 	dels, ins := refs(cs.dels), refs(cs.ins)
 	var err error
+	var pairs []refPair
+	if sp.lineage && len(dels) > 0 && len(ins) > 0 {
+		if id, seq, ok := lineageColumns(cs.dels[0].Schema()); ok {
+			dels, ins, pairs = pairLineage(cs, dels, ins, id, seq)
+		}
+	}
+	if rest != nil {
+		if err := rest(dels, ins); err != nil {
+			return err
+		}
+		dels, ins = nil, nil
+	}
 	if sp.rewrites {
 		if dels, ins, err = cancelCarryOver(cs, dels, ins); err != nil {
 			return err
 		}
 	}
+	dels, ins, pre := withPairs(dels, ins, pairs)
 	// A format's own pair column is null on rows that are no update's
 	// image (a plain delete or insert of the same commit): those never pair.
 	nullsPair := len(p.Identity) > 0 || sp.pairKey == ""
-	rows, err := orderChanges(cs, dels, ins, identityColumns(cs, pairingKey(p, sp)), nullsPair, fold)
+	rows, err := orderChanges(cs, dels, ins, identityColumns(cs, pairingKey(p, sp)), nullsPair, fold, pre)
 	if err != nil {
 		return err
 	}
@@ -216,10 +322,9 @@ func cancelCarryOver(cs *changeSet, dels, ins []rowRef) ([]rowRef, []rowRef, err
 	if len(dels) == 0 || len(ins) == 0 {
 		return dels, ins, nil
 	}
-	cols := make([]int, cs.dels[0].NumCols())
-	for i := range cols {
-		cols[i] = i
-	}
+	// Lineage columns are no values: a writer that gives a kept row a new
+	// id re-writes it unchanged all the same.
+	cols := dataColumns(cs.dels[0].Schema())
 	// Deleted rows chained by hash, compared column by column on a match:
 	// no key is built for any row.
 	rh := newRowHasher()
@@ -281,21 +386,25 @@ type change struct {
 // pairs (each update_before immediately followed by its update_after), then
 // inserts. With identity columns, a deleted and an inserted row of the same
 // key pair up, in order (a key with a null pairs only when nullsPair is
-// set); with fold, a pair becomes one update row. Indexes are into dels and
-// ins.
-func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, nullsPair, fold bool) ([]change, error) {
+// set); with fold, a pair becomes one update row. pre, when set, holds for
+// each inserted row the deleted row it pairs with already (by row lineage;
+// -1: none), and those rows pair by no key. Indexes are into dels and ins.
+func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, nullsPair, fold bool, pre []int) ([]change, error) {
 	var out []change
 	pairOf := make([]int, len(ins)) // the deleted row an inserted row pairs with, or -1
+	paired := make([]bool, len(dels))
 	for i := range pairOf {
 		pairOf[i] = -1
+		if pre != nil && pre[i] >= 0 {
+			pairOf[i], paired[pre[i]] = pre[i], true
+		}
 	}
-	paired := make([]bool, len(dels))
 	if len(identity) > 0 && len(dels) > 0 && len(ins) > 0 {
 		byKey := map[string][]int{}
 		var key []byte
 		var err error
 		for i, ref := range dels {
-			if !nullsPair && keyHasNull(cs.dels, ref, identity) {
+			if paired[i] || !nullsPair && keyHasNull(cs.dels, ref, identity) {
 				continue
 			}
 			if key, err = keyOf(key[:0], cs.dels, ref, identity); err != nil {
@@ -304,7 +413,7 @@ func orderChanges(cs *changeSet, dels, ins []rowRef, identity []int, nullsPair, 
 			byKey[string(key)] = append(byKey[string(key)], i)
 		}
 		for i, ref := range ins {
-			if !nullsPair && keyHasNull(cs.ins, ref, identity) {
+			if pairOf[i] >= 0 || !nullsPair && keyHasNull(cs.ins, ref, identity) {
 				continue
 			}
 			if key, err = keyOf(key[:0], cs.ins, ref, identity); err != nil {

@@ -62,7 +62,7 @@ func TestOrderChangesPairColumnNulls(t *testing.T) {
 		{"identity", []int{0}, true, "delete 5, update_before 4, update_after 4, insert 7"},
 		{"no key", nil, true, "delete 5, delete 4, insert 7, insert 4"},
 	} {
-		rows, err := orderChanges(cs, refs(cs.dels), refs(cs.ins), tc.key, tc.nullsPair, false)
+		rows, err := orderChanges(cs, refs(cs.dels), refs(cs.ins), tc.key, tc.nullsPair, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,6 +97,13 @@ type fxSnapshot struct {
 	// => array('id') (spark_cow_v2 only).
 	SparkChangelog         []map[string]any `json:"spark_changelog"`
 	SparkChangelogIdentity []map[string]any `json:"spark_changelog_identity"`
+	// Lineage is each row's id, _row_id and _last_updated_sequence_number
+	// as the writer reads them (the row-lineage fixtures only).
+	Lineage []map[string]any `json:"lineage"`
+	// SparkChangelogUpdates is Spark's changelog view of the window with
+	// compute_updates by id, for the copy-on-write snapshots of the
+	// row-lineage fixtures.
+	SparkChangelogUpdates []map[string]any `json:"spark_changelog_updates"`
 }
 
 // fxIO reads a fixture's files: it maps the root prefix the writer put into

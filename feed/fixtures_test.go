@@ -35,6 +35,7 @@ import (
 var fxNames = []string{
 	"spark_mor_v2", "spark_dv_v3", "spark_cow_v2", "pyiceberg_v2", "pyiceberg_v011",
 	"pyiceberg_expired", "spark_expired_v2", "spark_mor_noop_v2", "spark_mor_noop_v3",
+	"spark_lineage_v3", "spark_lineage_upgrade",
 }
 
 // TestFixtures checks the feed of every fixture against the writing

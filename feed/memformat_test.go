@@ -29,6 +29,9 @@ type memRow struct {
 type memFile struct {
 	path string
 	rows []memRow
+	// ids and seqs are the rows' row lineage, for a table that keeps it
+	// (nil: the file has none, its rows' lineage is null).
+	ids, seqs []int64
 }
 
 // memCommit is a commit of the in-memory format with its file-level
@@ -39,13 +42,22 @@ type memCommit struct {
 	appended []*memFile
 	diffs    []memDiff
 	strategy string
+	// lineage and lineageReason are the commit's lake.Change.Lineage and
+	// LineageReason.
+	lineage       bool
+	lineageReason string
 }
 
 // memTable is a loaded in-memory table.
 type memTable struct {
 	schema  *lake.Schema
 	commits []memCommit
+	// lineage is set for a table that keeps row lineage.
+	lineage bool
 }
+
+// KeepsLineage implements lake.LineageKeeper.
+func (t *memTable) KeepsLineage() bool { return t.lineage }
 
 func (t *memTable) Format() string     { return "memory" }
 func (t *memTable) FormatVersion() int { return 1 }
@@ -75,7 +87,8 @@ func (t *memTable) Plan(_ context.Context, c lake.Commit) (lake.Change, error) {
 		if mc.commit.ID != c.ID {
 			continue
 		}
-		ch := lake.Change{Strategy: mc.strategy, Files: []lake.FilePlan{}}
+		ch := lake.Change{Strategy: mc.strategy, Files: []lake.FilePlan{}, Lineage: mc.lineage,
+			LineageReason: mc.lineageReason}
 		if mc.appended != nil {
 			ch.Appended = memLive{t: t, files: mc.appended}
 		}
@@ -119,6 +132,27 @@ func (t *memTable) batch(mem memory.Allocator, columns []string, rows []memRow) 
 	return b.NewRecordBatch(), nil
 }
 
+// read decodes file f into the given columns, with its rows' lineage
+// when the read asks for it of a table that keeps it.
+func (t *memTable) read(r *lake.Read, columns []string, f *memFile) (arrow.RecordBatch, error) {
+	rec, err := t.batch(r.Allocator, columns, f.rows)
+	if err != nil || !r.Lineage || !t.lineage {
+		return rec, err
+	}
+	var ids, seqs arrow.Array
+	if f.ids != nil {
+		b := array.NewInt64Builder(r.Allocator)
+		defer b.Release()
+		b.AppendValues(f.ids, nil)
+		ids = b.NewArray()
+		defer ids.Release()
+		b.AppendValues(f.seqs, nil)
+		seqs = b.NewArray()
+		defer seqs.Release()
+	}
+	return lake.WithLineage(r.Allocator, rec, 0, ids, seqs, lake.FileLineage{})
+}
+
 // memLive are appended files, every row live.
 type memLive struct {
 	t     *memTable
@@ -138,7 +172,7 @@ func (ls memLive) Size() (files, bytes, records int64) {
 }
 
 func (ls memLive) Read(_ context.Context, r *lake.Read, _ int64, i int, fn func(arrow.RecordBatch) error) error {
-	rec, err := ls.t.batch(r.Allocator, r.Columns, ls.files[i].rows)
+	rec, err := ls.t.read(r, r.Columns, ls.files[i])
 	if err != nil {
 		return err
 	}
@@ -179,7 +213,7 @@ func (d memDiff) Batches(_ context.Context, r *lake.Read, _ int64, _ []int, whol
 	if whole {
 		cols = d.t.schema.Names()
 	}
-	rec, err := d.t.batch(r.Allocator, cols, d.file.rows)
+	rec, err := d.t.read(r, cols, d.file)
 	if err != nil {
 		return err
 	}

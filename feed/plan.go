@@ -65,6 +65,13 @@ type Plan struct {
 	NetChanges bool `json:"net_changes,omitempty"`
 	// Layout is the shape of the change rows (LayoutRenderable: "").
 	Layout string `json:"layout,omitempty"`
+	// Pairing says how the window's deleted and inserted rows pair into
+	// updates: PairingRowLineage, PairingIdentity or PairingNone (see
+	// setPairing; each snapshot's own is in its plan).
+	Pairing string `json:"pairing"`
+	// Lineage is set when the images carry each row's id (RowIDColumn)
+	// after the projected columns.
+	Lineage bool `json:"lineage,omitempty"`
 	// Snapshots has one entry per snapshot of the window, in lineage order.
 	Snapshots []SnapshotPlan `json:"snapshots"`
 	// Backend is the verdict of a table a WindowBackend may serve (nil
@@ -113,6 +120,13 @@ type SnapshotPlan struct {
 	RowGroupsSkipped int64      `json:"row_groups_skipped,omitempty"`
 	BytesRead        int64      `json:"bytes_read"`
 	RecordsRead      int64      `json:"records_read"`
+	// Pairing says how the snapshot pairs its deleted and inserted rows
+	// into updates, for a snapshot that may both delete and insert rows
+	// ("" for others).
+	Pairing string `json:"pairing,omitempty"`
+	// LineageReason says why a snapshot of a table that keeps row lineage
+	// cannot pair by it.
+	LineageReason string `json:"lineage_reason,omitempty"`
 
 	// appended are the added data files of an append snapshot, whose rows
 	// are all inserts.
@@ -131,6 +145,9 @@ type SnapshotPlan struct {
 	// post-images (equal values pair up; nulls never do). It pairs updates
 	// when the request names no identity.
 	pairKey string
+	// lineage is set when the snapshot's rows pair by row lineage (see
+	// pairing.go).
+	lineage bool
 }
 
 // FilePlan is one file a snapshot's plan reads.
@@ -165,6 +182,7 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 		}
 	}
 	if len(snapshots) == 0 || p.routed && routedPlan(p, snapshots) {
+		p.setPairing(!p.routed && keepsLineage(p.tbl))
 		return p, nil
 	}
 	opts := lake.PlanOptions{Table: p.Table, Stats: &e.stats}
@@ -195,6 +213,7 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 		p.BytesRead += sp.BytesRead
 		p.RecordsRead += sp.RecordsRead
 	}
+	p.setPairing(keepsLineage(p.tbl))
 	return p, nil
 }
 
@@ -242,6 +261,12 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 	if p.schema, err = changeSchema(end, p.Columns); err != nil {
 		return nil, window{}, err
 	}
+	if p.Lineage, err = lineageImages(req, tbl, end, p.routed); err != nil {
+		return nil, window{}, err
+	}
+	if p.Lineage {
+		p.schema = withRowID(p.schema)
+	}
 	if p.Layout = req.Layout; p.Layout == LayoutFlat {
 		if p.flat, err = flatSchema(req.Table, p.schema); err != nil {
 			return nil, window{}, err
@@ -269,6 +294,9 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 		}
 		if p.wide, err = changeSchema(end, p.wideColumns); err != nil {
 			return nil, window{}, err
+		}
+		if p.Lineage {
+			p.wide = withRowID(p.wide)
 		}
 	}
 	return p, w, nil
@@ -386,7 +414,8 @@ func snapshotPlan(s Snapshot, ch lake.Change) SnapshotPlan {
 	return SnapshotPlan{Snapshot: s, Strategy: ch.Strategy, Reason: ch.Reason, Files: ch.Files,
 		FilesSkipped: ch.FilesSkipped, RowGroupsRead: ch.RowGroupsRead, RowGroupsSkipped: ch.RowGroupsSkipped,
 		BytesRead: ch.BytesRead, RecordsRead: ch.RecordsRead, appended: ch.Appended, diffs: ch.Diffs,
-		changes: ch.ChangeFiles, rewrites: ch.Rewrites, pairKey: ch.PairKey}
+		changes: ch.ChangeFiles, rewrites: ch.Rewrites, pairKey: ch.PairKey, lineage: ch.Lineage,
+		LineageReason: ch.LineageReason}
 }
 
 // hasDiffs reports whether the snapshot's changes are computed from

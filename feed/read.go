@@ -327,7 +327,7 @@ func keepMatching(ctx context.Context, mem memory.Allocator, rf *filter.RowEvalu
 func (e *Engine) newRead(ctx context.Context, p *Plan) *lake.Read {
 	r := &lake.Read{Table: p.Table, Columns: p.scanFields, DiffColumns: p.diffColumns(),
 		Allocator: e.opts.Allocator, BatchRows: e.opts.MaxBatchRows, Concurrency: e.opts.ReadConcurrency,
-		Stats: &e.stats}
+		Stats: &e.stats, Lineage: p.readsLineage()}
 	if p.to != nil {
 		r.End = *p.to
 	}

@@ -47,6 +47,9 @@ type Request struct {
 	// Backend forces the backend of a table a WindowBackend may serve:
 	// BackendNative or BackendSpark; empty means the table's verdict.
 	Backend string
+	// Lineage adds each row's id (RowIDColumn, a long) to the images, for
+	// a table that keeps row lineage (Iceberg v3, Delta row tracking).
+	Lineage bool
 
 	// parsed is set by Parse: the request is valid and filter holds its
 	// parsed filter (nil without one), which planning binds to the

@@ -176,4 +176,16 @@ type Change struct {
 	// (equal values pair up; nulls never do). It pairs updates when the
 	// request names no identity.
 	PairKey string
+	// Lineage is set when the commit's row lineage can be trusted to pair
+	// its rows (the table keeps row lineage, and the commit writes nothing
+	// that gives a surviving row a new id, such as equality deletes): the
+	// engine then reads the lineage columns of its file diffs (Read.Lineage)
+	// and pairs a deleted and an inserted row of the same row id. Rows
+	// whose id is null, and ids that do not meet, fall back to identity
+	// columns or to a delete and an insert.
+	Lineage bool
+	// LineageReason says why a table that keeps row lineage cannot use it
+	// for this commit, or (with Lineage set) for some of its rows; "" when
+	// every row has lineage or the table keeps none.
+	LineageReason string
 }

@@ -31,6 +31,11 @@ type Read struct {
 	Concurrency int
 	// Stats counts what the read decodes.
 	Stats ReadStats
+	// Lineage asks the readers of a format that keeps row lineage to
+	// append the lineage columns (RowIDColumn, RowSeqColumn, see
+	// WithLineage) to every batch they decode; a format without lineage
+	// appends nothing.
+	Lineage bool
 
 	// ctx is the context of the whole read (Start), under which Memo
 	// builds what serves every file of the read.

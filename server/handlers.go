@@ -116,11 +116,12 @@ func (s *Server) explain(ctx context.Context, r *request) (*feed.Plan, error) {
 func planProto(p *feed.Plan) *sluicev1.Plan {
 	out := &sluicev1.Plan{Table: p.Table, FromSnapshot: p.From, ToSnapshot: p.To, Columns: p.Columns,
 		Identity: p.Identity, Filter: p.Filter, FilesRead: p.FilesRead, FilesSkipped: p.FilesSkipped, BytesRead: p.BytesRead,
-		RecordsRead: p.RecordsRead, Format: p.Format, Backend: verdictProto(p.Backend)}
+		RecordsRead: p.RecordsRead, Format: p.Format, Backend: verdictProto(p.Backend), Pairing: p.Pairing}
 	for _, sp := range p.Snapshots {
 		ps := &sluicev1.SnapshotPlan{Snapshot: sp.ID, SequenceNumber: sp.SequenceNumber, CommitSeq: sp.CommitSeq,
 			TimestampMs: sp.TimestampMs, Operation: sp.Operation, Strategy: sp.Strategy, Reason: sp.Reason,
-			FilesSkipped: sp.FilesSkipped, BytesRead: sp.BytesRead, RecordsRead: sp.RecordsRead}
+			FilesSkipped: sp.FilesSkipped, BytesRead: sp.BytesRead, RecordsRead: sp.RecordsRead,
+			Pairing: sp.Pairing, LineageReason: sp.LineageReason}
 		for _, f := range sp.Files {
 			ps.Files = append(ps.Files, &sluicev1.FilePlan{Path: f.Path, Content: f.Content, Role: f.Role,
 				RecordCount: f.RecordCount, FileSizeBytes: f.FileSizeBytes})

@@ -101,6 +101,7 @@ func validate(req *sluicev1.ChangeRequest) (*request, error) {
 		NetChanges:      req.GetNetChanges(),
 		Layout:          req.GetLayout(),
 		Backend:         req.GetBackend(),
+		Lineage:         req.GetLineage(),
 	}
 	if !isStream(req) {
 		if err := checkSplit(req, &w); err != nil {

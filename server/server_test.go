@@ -594,3 +594,38 @@ func TestGetSchemaReadsNoData(t *testing.T) {
 		t.Fatalf("schema\n got %s\nwant %s", strings.Join(got, "|"), want)
 	}
 }
+
+// TestExplainPairingAndLineage checks the wire of row lineage: explain
+// says how updates pair (the test table, format v2 with identifier field
+// id, pairs by identity), and "lineage": true on a table that keeps no row
+// lineage is FailedPrecondition, on explain and on a read.
+func TestExplainPairingAndLineage(t *testing.T) {
+	f := start(t, 2, 10, 0)
+	ctx := context.Background()
+	body, err := f.action(ctx, "explain", `{"table": "shop.orders"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan struct{ Pairing string }
+	if err := json.Unmarshal(body, &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Pairing != feed.PairingIdentity {
+		t.Errorf("explain: pairing %q, want %q (%s)", plan.Pairing, feed.PairingIdentity, body)
+	}
+	typed, err := f.control.Explain(ctx, &sluicev1.ChangeRequest{Table: tableName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typed.GetPairing() != feed.PairingIdentity {
+		t.Errorf("typed explain: pairing %q, want %q", typed.GetPairing(), feed.PairingIdentity)
+	}
+	req := `{"table": "shop.orders", "lineage": true}`
+	if _, err := f.action(ctx, "explain", req); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("explain %s: %v, want FailedPrecondition", req, err)
+	}
+	if _, err := f.client.GetFlightInfo(ctx, &flight.FlightDescriptor{Type: flight.DescriptorCMD,
+		Cmd: []byte(req)}); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("GetFlightInfo %s: %v, want FailedPrecondition", req, err)
+	}
+}

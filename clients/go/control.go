@@ -127,6 +127,9 @@ type Plan struct {
 	// Connect server (Backend.Backend: who computes this window); nil for
 	// others.
 	Backend *BackendVerdict
+	// Pairing is how deleted and inserted rows of a snapshot pair into
+	// updates: "row-lineage", "identity" or "none".
+	Pairing string
 }
 
 // SnapshotPlan is how one snapshot of a window is read.
@@ -200,9 +203,9 @@ func (s Snapshot) String() string {
 // absent) and its snapshots' plans.
 func (p Plan) String() string {
 	return fmt.Sprintf("{Table:%s FromSnapshot:%s ToSnapshot:%s Columns:%v Identity:%v Snapshots:%+v FilesRead:%d "+
-		"FilesSkipped:%d BytesRead:%d RecordsRead:%d Backend:%s}", p.Table, optional(p.FromSnapshot),
+		"FilesSkipped:%d BytesRead:%d RecordsRead:%d Backend:%s Pairing:%s}", p.Table, optional(p.FromSnapshot),
 		optional(p.ToSnapshot), p.Columns, p.Identity, p.Snapshots, p.FilesRead, p.FilesSkipped, p.BytesRead,
-		p.RecordsRead, verdictString(p.Backend))
+		p.RecordsRead, verdictString(p.Backend), p.Pairing)
 }
 
 // verdictString formats an optional backend verdict: its fields, or <nil>.
@@ -277,7 +280,7 @@ func (c *Client) Explain(ctx context.Context, req ChangeRequest) (*Plan, error) 
 	p := &Plan{Table: resp.GetTable(), FromSnapshot: copyInt64(resp.FromSnapshot), ToSnapshot: copyInt64(resp.ToSnapshot),
 		Columns: resp.GetColumns(), Identity: resp.GetIdentity(), Snapshots: make([]SnapshotPlan, 0, len(resp.GetSnapshots())),
 		FilesRead: resp.GetFilesRead(), FilesSkipped: resp.GetFilesSkipped(), BytesRead: resp.GetBytesRead(),
-		RecordsRead: resp.GetRecordsRead(), Backend: verdictOf(resp.GetBackend())}
+		RecordsRead: resp.GetRecordsRead(), Backend: verdictOf(resp.GetBackend()), Pairing: resp.GetPairing()}
 	for _, sp := range resp.GetSnapshots() {
 		s := SnapshotPlan{Snapshot: sp.GetSnapshot(), SequenceNumber: sp.GetSequenceNumber(), CommitSeq: sp.GetCommitSeq(),
 			TimestampMs: sp.GetTimestampMs(), Operation: sp.GetOperation(), Strategy: sp.GetStrategy(),

@@ -45,10 +45,10 @@ func TestStringShowsIDs(t *testing.T) {
 			"{Table:a.b FromSnapshot:1 ToSnapshot:3055729675574597004 Columns:[id] Identity:[] " +
 				"Snapshots:[{Snapshot:3055729675574597004 SequenceNumber:0 CommitSeq:0 TimestampMs:0 Operation: " +
 				"Strategy:append Files:[{Path:f.parquet Content: Role: RecordCount:0 FileSizeBytes:0}] FilesSkipped:0 " +
-				"BytesRead:0 RecordsRead:0}] FilesRead:1 FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil>}"},
+				"BytesRead:0 RecordsRead:0}] FilesRead:1 FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil> Pairing:}"},
 		{"Plan of the whole history", sluice.Plan{Table: "a.b"},
 			"{Table:a.b FromSnapshot:<nil> ToSnapshot:<nil> Columns:[] Identity:[] Snapshots:[] FilesRead:0 " +
-				"FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil>}"},
+				"FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil> Pairing:}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

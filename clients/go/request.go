@@ -65,6 +65,10 @@ type ChangeRequest struct {
 	// this many endpoints, to read in parallel (0 or 1: one). Changes reads
 	// them one after the other.
 	MaxEndpoints int
+	// Lineage adds each row's id to the images as their last field,
+	// "_row_id" (a nullable int64), for a table that keeps row lineage
+	// (Iceberg format v3, Delta row tracking).
+	Lineage bool
 }
 
 // proto converts the request to its wire form. It rejects strings that are
@@ -112,6 +116,7 @@ func (r ChangeRequest) proto(op string) (*sluicev1.ChangeRequest, error) {
 		Compression:     r.Compression,
 		Layout:          r.Layout,
 		Backend:         r.Backend,
+		Lineage:         r.Lineage,
 		MaxEndpoints:    uint32(min(max(r.MaxEndpoints, 0), math.MaxUint32)),
 	}, nil
 }

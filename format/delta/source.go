@@ -131,11 +131,12 @@ func (g *deltaGen) load(ctx context.Context, vs Versions) (lake.Table, error) {
 		}
 		t.lineage = append(t.lineage, info)
 	}
-	p, _, err := g.log.Metadata(ctx, vs.Latest)
+	p, m, err := g.log.Metadata(ctx, vs.Latest)
 	if err != nil {
 		return nil, deltaError(g.name, err)
 	}
 	t.readerVersion = p.MinReaderVersion
+	t.keepsLineage = rowTrackingOf(p, m).enabled
 	return t, nil
 }
 
@@ -241,6 +242,8 @@ type deltaTable struct {
 	first         int64
 	lineage       []lake.Commit
 	readerVersion int
+	// keepsLineage is set when the latest version has row tracking.
+	keepsLineage bool
 }
 
 func (t *deltaTable) Format() string     { return lake.FormatDelta }
@@ -288,6 +291,7 @@ func (t *deltaTable) State(ctx context.Context, opts lake.StateOptions, s lake.C
 	files := deltaLive{src: t.src}
 	for _, a := range snap.Files {
 		files.files = append(files.files, deltaFile{path: a.Path, partition: a.PartitionValues,
+			baseRowID: a.BaseRowID, rowVersion: a.DefaultRowCommitVersion,
 			dv: a.DeletionVector, size: a.Size, rows: recordCount(a.Stats)})
 	}
 	return files, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -34,6 +35,9 @@ type deltaFiles struct {
 	// scan holds the read's scan columns, full every column of the end
 	// schema, narrow the columns the changes need.
 	scan, full, narrow *deltaTarget
+	// lineage is set when the read asks for row lineage of a table with
+	// row tracking at its end (see rowlineage.go).
+	lineage bool
 
 	// mu guards dvs, metas and cdc.
 	mu    sync.Mutex
@@ -70,7 +74,7 @@ func newDeltaFiles(ctx context.Context, src *deltaGen, r *lake.Read) (*deltaFile
 	}
 	f := &deltaFiles{src: src, name: r.Table, mem: r.Allocator, end: sc.logical, schema: sc, stats: r.Stats,
 		batchRows: min(r.BatchRows, pqread.DefaultBatchRows), dvs: map[string]*roaring.Bitmap{},
-		metas: map[string]*pqread.Meta{}, cdc: map[*cdcCommit]*cdcCounts{}}
+		metas: map[string]*pqread.Meta{}, cdc: map[*cdcCommit]*cdcCounts{}, lineage: r.Lineage && sc.rows.enabled}
 	all := sc.logical.Names()
 	if f.full, err = f.target(all); err != nil {
 		return nil, err
@@ -177,6 +181,14 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 		}
 		cols[i] = pqread.Column{Constant: v}
 	}
+	// A data file read for row lineage decodes its materialized row
+	// tracking columns last (a change data file has none: its rows get
+	// null lineage).
+	lineage := f.lineage && file.commit == nil
+	if lineage {
+		lc, lf := f.lineageColumns()
+		extra, extraFields = append(slices.Clone(extra), lc...), append(slices.Clone(extraFields), lf...)
+	}
 	target := t.schema
 	if len(extra) > 0 {
 		cols = append(cols, extra...)
@@ -202,6 +214,16 @@ func (f *deltaFiles) read(ctx context.Context, snapshot int64, file deltaFile, t
 		RowGroups: rgs, Meta: meta, Path: file.path, Parallelism: runtime.GOMAXPROCS(0)},
 		func(rec arrow.RecordBatch, first int64) error {
 			rows += rec.NumRows()
+			var err error
+			switch {
+			case lineage:
+				rec, err = f.withLineage(rec, first, file)
+			case f.lineage:
+				rec, err = lake.WithLineage(f.mem, rec, first, nil, nil, lake.FileLineage{})
+			}
+			if err != nil {
+				return err
+			}
 			return fn(rec, first)
 		})
 	if err != nil {

@@ -17,6 +17,8 @@ type deltaSchema struct {
 	mode    ColumnMappingMode
 	// partition are the partition columns' logical names.
 	partition map[string]bool
+	// rows is the table's row tracking at the version (see rowlineage.go).
+	rows rowTracking
 }
 
 // schema returns the schema of version v, after checking that Sluice can
@@ -31,7 +33,7 @@ func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 	}
 	key := fmt.Sprint(mappingSupported(p)) + "\x00" + m.SchemaString + "\x00" +
 		m.Configuration["columnMapping.mode"] + "\x00" +
-		strings.Join(m.PartitionColumns, "\x00")
+		strings.Join(m.PartitionColumns, "\x00") + "\x00" + rowTrackingKey(p, m)
 	s.mu.Lock()
 	sc, ok := s.schemas[key]
 	s.mu.Unlock()
@@ -56,7 +58,7 @@ func (s *deltaGen) schema(ctx context.Context, v int64) (*deltaSchema, error) {
 		return nil, fmt.Errorf("%w: table %s, version %d: %w", lake.ErrUnsupported, s.name, v, err)
 	}
 	sc = &deltaSchema{logical: logical, fields: map[string]StructField{}, mode: mode,
-		partition: map[string]bool{}}
+		partition: map[string]bool{}, rows: rowTrackingOf(p, m)}
 	for _, f := range st.Fields {
 		sc.fields[f.Name] = f
 	}
@@ -88,6 +90,9 @@ type deltaFile struct {
 	dv        *DeletionVector
 	size      int64
 	rows      int64 // -1: unknown
+	// baseRowID and rowVersion are the file's row tracking: the id of its
+	// first row and the default commit version of its rows (nil: none).
+	baseRowID, rowVersion *int64
 	// ordinal is the file's place among its commit's change data files,
 	// commit the commit's change data files.
 	ordinal int
@@ -215,7 +220,8 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 				out.FilesSkipped++
 				continue
 			}
-			f := deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}
+			f := deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats),
+				baseRowID: a.BaseRowID, rowVersion: a.DefaultRowCommitVersion}
 			files.files = append(files.files, f)
 			addDeltaFile(&out, f, lake.RoleAdded)
 		}
@@ -233,7 +239,8 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 	pairs := 0
 	for _, r := range removes {
 		d := &deltaDiff{src: dp.src, inBefore: true, dvBefore: r.DeletionVector}
-		d.file = deltaFile{path: r.Path, partition: r.PartitionValues, rows: -1}
+		d.file = deltaFile{path: r.Path, partition: r.PartitionValues, rows: -1, baseRowID: r.BaseRowID,
+			rowVersion: r.DefaultRowCommitVersion}
 		if r.Size != nil {
 			d.file.size = *r.Size
 		}
@@ -243,16 +250,23 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 		if a, ok := added[r.Path]; ok {
 			d.inAfter, d.dvAfter = true, a.DeletionVector
 			d.file.partition, d.file.size, d.file.rows = a.PartitionValues, a.Size, recordCount(a.Stats)
+			d.file.baseRowID, d.file.rowVersion = a.BaseRowID, a.DefaultRowCommitVersion
 			delete(added, r.Path)
 			pairs++
-		} else if d.file.partition == nil {
+		} else if d.file.partition == nil || sc.rows.enabled && d.file.baseRowID == nil {
+			// The state before has what the remove leaves out.
 			if parent == nil {
 				if parent, err = dp.parentFiles(ctx, s.ID); err != nil {
 					return out, err
 				}
 			}
 			if a, ok := parent[r.Path]; ok {
-				d.file.partition = a.PartitionValues
+				if d.file.partition == nil {
+					d.file.partition = a.PartitionValues
+				}
+				if d.file.baseRowID == nil {
+					d.file.baseRowID, d.file.rowVersion = a.BaseRowID, a.DefaultRowCommitVersion
+				}
 			}
 		}
 		role := lake.RoleRemoved
@@ -267,11 +281,13 @@ func (dp *deltaPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change, e
 			continue // paired with its remove
 		}
 		d := &deltaDiff{src: dp.src, inAfter: true, dvAfter: a.DeletionVector,
-			file: deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats)}}
+			file: deltaFile{path: a.Path, partition: a.PartitionValues, size: a.Size, rows: recordCount(a.Stats),
+				baseRowID: a.BaseRowID, rowVersion: a.DefaultRowCommitVersion}}
 		out.Diffs = append(out.Diffs, d)
 		addDeltaFile(&out, d.file, lake.RoleAdded)
 	}
 	out.Rewrites = len(adds) > 0
+	planLineage(&out, sc)
 	if pairs == len(removes) && pairs == len(adds) {
 		out.Strategy = lake.StrategyDeltaDVDiff
 		out.Reason = fmt.Sprintf("the commit changed the deletion vectors of %d files (an add and a remove of "+

@@ -36,6 +36,10 @@ type icebergFiles struct {
 	scan, full, narrow *icebergTarget
 	index              *deleteIndex
 	stats              lake.ReadStats
+	// lineage is set when the read asks for row lineage of a table that
+	// keeps it: every target decodes the lineage columns after its own
+	// (see rowlineage.go).
+	lineage bool
 	// mu guards footers and metas.
 	mu      sync.Mutex
 	footers map[string]*footer
@@ -106,6 +110,14 @@ func newIcebergFiles(ctx context.Context, it *icebergTable, r *lake.Read) (*iceb
 	if f.narrow, err = target(1, r.DiffColumns); err != nil {
 		f.close()
 		return nil, err
+	}
+	if f.lineage = r.Lineage && it.KeepsLineage(); f.lineage {
+		for _, t := range []**icebergTarget{&f.scan, &f.full, &f.narrow} {
+			if *t, err = (*t).withFields(lineageFields()); err != nil {
+				f.close()
+				return nil, fmt.Errorf("table %s: %w", r.Table, err)
+			}
+		}
 	}
 	return f, nil
 }
@@ -248,6 +260,12 @@ func (f *icebergFiles) batches(ctx context.Context, snapshot int64, d *icebergDi
 	groups, err := f.decode(ctx, snapshot, d.file, t, rgs != nil, func(*pqread.Meta) ([]int, error) { return rgs, nil },
 		func(rec arrow.RecordBatch, first int64) error {
 			rows += rec.NumRows()
+			if f.lineage {
+				var err error
+				if rec, err = f.lineageOf(rec, first, d.file.FirstRowID(), d.seq); err != nil {
+					return err
+				}
+			}
 			return fn(rec, int(first))
 		})
 	if err == errUseScan {
@@ -303,6 +321,11 @@ func (f *icebergFiles) scanBatches(ctx context.Context, snapshot int64, d *icebe
 		first := int(runs[run].pos + inRun)
 		inRun += rec.NumRows()
 		rows += rec.NumRows()
+		if f.lineage {
+			if rec, err = f.noLineage(rec); err != nil {
+				return err
+			}
+		}
 		if err := fn(rec, first); err != nil {
 			return err
 		}

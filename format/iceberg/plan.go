@@ -152,6 +152,7 @@ func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change
 	// file the snapshot removed.
 	out.Rewrites = len(own.addedData) > 0 || len(own.removedDeletes) > 0
 	out.Strategy = strategyOf(own)
+	sp.t.planLineage(&out, own)
 	return out, ctx.Err()
 }
 

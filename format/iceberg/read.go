@@ -212,6 +212,12 @@ func (f *icebergFiles) liveTask(ctx context.Context, snapshot int64, task table.
 				rec.Release()
 				rec = scanCols
 			}
+			if f.lineage {
+				var err error
+				if rec, err = f.lineageOf(rec, first, task.File.FirstRowID(), task.DataSequenceNumber); err != nil {
+					return err
+				}
+			}
 			return send(rec)
 		})
 	if err == errUseScan {
@@ -274,6 +280,11 @@ func (f *icebergFiles) scanTask(ctx context.Context, snapshot int64, task table.
 	for rec, err := range records {
 		if err != nil {
 			return lake.ReadError(f.name, snapshot, what, err)
+		}
+		if f.lineage {
+			if rec, err = f.noLineage(rec); err != nil {
+				return err
+			}
 		}
 		if err := send(rec); err != nil {
 			return err

@@ -127,7 +127,13 @@ type ChangeRequest struct {
 	// "native" for one only Spark serves, is INVALID_ARGUMENT; "spark" where
 	// no Spark engine serves the table, or with what Spark is not asked for
 	// (filter, fold_updates, net_changes, part), FAILED_PRECONDITION.
-	Backend       string `protobuf:"bytes,18,opt,name=backend,proto3" json:"backend,omitempty"`
+	Backend string `protobuf:"bytes,18,opt,name=backend,proto3" json:"backend,omitempty"`
+	// Adds each row's id to the images, as their last field "_row_id" (a
+	// nullable int64: Iceberg v3 _row_id, Delta row tracking's row id; null
+	// for a row written before the table kept lineage). Only for a table
+	// that keeps row lineage (else FAILED_PRECONDITION) and without a column
+	// of that name (else INVALID_ARGUMENT).
+	Lineage       bool `protobuf:"varint,19,opt,name=lineage,proto3" json:"lineage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -286,6 +292,13 @@ func (x *ChangeRequest) GetBackend() string {
 		return x.Backend
 	}
 	return ""
+}
+
+func (x *ChangeRequest) GetLineage() bool {
+	if x != nil {
+		return x.Lineage
+	}
+	return false
 }
 
 // WindowPart is one endpoint's share of a split window: the snapshots
@@ -1499,7 +1512,13 @@ type Plan struct {
 	Format string `protobuf:"bytes,12,opt,name=format,proto3" json:"format,omitempty"`
 	// The backend verdict of a table configured for a Spark Connect server
 	// (backend: who computes this window); absent for others.
-	Backend       *BackendVerdict `protobuf:"bytes,13,opt,name=backend,proto3" json:"backend,omitempty"`
+	Backend *BackendVerdict `protobuf:"bytes,13,opt,name=backend,proto3" json:"backend,omitempty"`
+	// How deleted and inserted rows of one snapshot pair into updates:
+	// "row-lineage" (by row id, on a table that keeps row lineage),
+	// "identity" (by the identity columns) or "none" (a changed row is a
+	// delete and an insert). A window whose snapshots differ reports the
+	// fallback; each snapshot's own is in its SnapshotPlan.
+	Pairing       string `protobuf:"bytes,14,opt,name=pairing,proto3" json:"pairing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1625,6 +1644,13 @@ func (x *Plan) GetBackend() *BackendVerdict {
 	return nil
 }
 
+func (x *Plan) GetPairing() string {
+	if x != nil {
+		return x.Pairing
+	}
+	return ""
+}
+
 // SnapshotPlan is the plan of one snapshot of the window.
 type SnapshotPlan struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1644,7 +1670,14 @@ type SnapshotPlan struct {
 	BytesRead    int64       `protobuf:"varint,9,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
 	RecordsRead  int64       `protobuf:"varint,10,opt,name=records_read,json=recordsRead,proto3" json:"records_read,omitempty"`
 	// Why the strategy was chosen (empty when the strategy says it all).
-	Reason        string `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
+	// How the snapshot pairs its deleted and inserted rows (as Plan.pairing),
+	// for a snapshot that may both delete and insert rows; empty otherwise.
+	Pairing string `protobuf:"bytes,12,opt,name=pairing,proto3" json:"pairing,omitempty"`
+	// Why a snapshot of a table that keeps row lineage does not pair (all)
+	// its rows by it: equality deletes, files written before the table kept
+	// lineage.
+	LineageReason string `protobuf:"bytes,13,opt,name=lineage_reason,json=lineageReason,proto3" json:"lineage_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1756,6 +1789,20 @@ func (x *SnapshotPlan) GetReason() string {
 	return ""
 }
 
+func (x *SnapshotPlan) GetPairing() string {
+	if x != nil {
+		return x.Pairing
+	}
+	return ""
+}
+
+func (x *SnapshotPlan) GetLineageReason() string {
+	if x != nil {
+		return x.LineageReason
+	}
+	return ""
+}
+
 // FilePlan is one file a snapshot's plan reads.
 type FilePlan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1839,7 +1886,7 @@ var File_sluice_v1_sluice_proto protoreflect.FileDescriptor
 
 const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\n" +
-	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\x9f\x05\n" +
+	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\xb9\x05\n" +
 	"\rChangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12/\n" +
@@ -1861,7 +1908,8 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\rmax_endpoints\x18\x0f \x01(\rR\fmaxEndpoints\x12)\n" +
 	"\x04part\x18\x10 \x01(\v2\x15.sluice.v1.WindowPartR\x04part\x12\x16\n" +
 	"\x06layout\x18\x11 \x01(\tR\x06layout\x12\x18\n" +
-	"\abackend\x18\x12 \x01(\tR\abackendB\x10\n" +
+	"\abackend\x18\x12 \x01(\tR\abackend\x12\x18\n" +
+	"\alineage\x18\x13 \x01(\bR\alineageB\x10\n" +
 	"\x0e_from_snapshotB\x14\n" +
 	"\x12_from_timestamp_msB\x0e\n" +
 	"\f_to_snapshotB\x12\n" +
@@ -1959,7 +2007,7 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\fSummaryEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
-	"\a_parent\"\xe6\x03\n" +
+	"\a_parent\"\x80\x04\n" +
 	"\x04Plan\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12$\n" +
@@ -1977,9 +2025,10 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	" \x01(\x03R\vrecordsRead\x12\x16\n" +
 	"\x06filter\x18\v \x01(\tR\x06filter\x12\x16\n" +
 	"\x06format\x18\f \x01(\tR\x06format\x123\n" +
-	"\abackend\x18\r \x01(\v2\x19.sluice.v1.BackendVerdictR\abackendB\x10\n" +
+	"\abackend\x18\r \x01(\v2\x19.sluice.v1.BackendVerdictR\abackend\x12\x18\n" +
+	"\apairing\x18\x0e \x01(\tR\apairingB\x10\n" +
 	"\x0e_from_snapshotB\x0e\n" +
-	"\f_to_snapshot\"\xf9\x02\n" +
+	"\f_to_snapshot\"\xba\x03\n" +
 	"\fSnapshotPlan\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\x03R\bsnapshot\x12'\n" +
 	"\x0fsequence_number\x18\x02 \x01(\x03R\x0esequenceNumber\x12\x1d\n" +
@@ -1994,7 +2043,9 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"bytes_read\x18\t \x01(\x03R\tbytesRead\x12!\n" +
 	"\frecords_read\x18\n" +
 	" \x01(\x03R\vrecordsRead\x12\x16\n" +
-	"\x06reason\x18\v \x01(\tR\x06reason\"\x97\x01\n" +
+	"\x06reason\x18\v \x01(\tR\x06reason\x12\x18\n" +
+	"\apairing\x18\f \x01(\tR\apairing\x12%\n" +
+	"\x0elineage_reason\x18\r \x01(\tR\rlineageReason\"\x97\x01\n" +
 	"\bFilePlan\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x12\n" +

@@ -35,10 +35,23 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+# DELTA_SPARK_JARS, when set, is a file listing the Delta jars one per line
+# (the Spark Connect 4.2 install's .tmp/spark-connect-4.2/jars): Spark loads
+# them (spark.jars) instead of resolving the package, and no delta-spark
+# wheel is needed.
+DELTA_JARS = os.environ.get("DELTA_SPARK_JARS")
+
+
 def _delta_package():
     """The Delta jar matching the installed delta-spark wheel: Scala 2.12
     for Spark 3.5 (delta-spark 3.x), 2.13 for Spark 4 (delta-spark 4.x)."""
     from importlib.metadata import version
+    if DELTA_JARS:
+        with open(DELTA_JARS) as f:
+            jar = next(os.path.basename(j.strip()) for j in f if "delta-spark_" in j)
+        # io.delta_delta-spark_4.2_2.13-4.4.0.jar
+        art, v = jar.removesuffix(".jar").removeprefix("io.delta_").rsplit("-", 1)
+        return f"io.delta:{art}:{v}"
     v = version("delta-spark")
     if v.startswith("3.") or v.startswith("4.0."):
         return f"io.delta:delta-spark_{'2.12' if v.startswith('3.') else '2.13'}:{v}"
@@ -61,9 +74,14 @@ def spark_session(scratch):
     from pyspark.sql import SparkSession
 
     os.makedirs(scratch, exist_ok=True)
-    return (SparkSession.builder.master("local[1]").appName("sluice-delta-fixtures")
-            .config("spark.jars.packages", DELTA_PACKAGE)
-            .config("spark.jars.ivy", os.path.join(REPO, ".tmp", "deltagen-ivy"))
+    b = SparkSession.builder.master("local[1]").appName("sluice-delta-fixtures")
+    if DELTA_JARS:
+        with open(DELTA_JARS) as f:
+            b = b.config("spark.jars", ",".join(j.strip() for j in f if j.strip()))
+    else:
+        b = (b.config("spark.jars.packages", DELTA_PACKAGE)
+             .config("spark.jars.ivy", os.path.join(REPO, ".tmp", "deltagen-ivy")))
+    return (b
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.ui.enabled", "false")
@@ -128,6 +146,9 @@ class Fixture:
         self.snapshots = []
         self.cdf_reads = []
         self.notes = []
+        # lineage: record each row's row id and row commit version as Spark
+        # reads them (_metadata.row_id, _metadata.row_commit_version).
+        self.lineage = False
 
     def sql(self, q):
         return self.spark.sql(q)
@@ -236,6 +257,10 @@ class Fixture:
             "actions": self.log_actions(v),
             "rows": rows,
         }
+        if self.lineage:
+            ldf = self.sql(f"SELECT id, _metadata.row_id AS _row_id, _metadata.row_commit_version AS "
+                           f"_row_commit_version FROM {self.ident} VERSION AS OF {v}")
+            snap["lineage"] = sorted((r.asDict() for r in ldf.collect()), key=lambda r: r["id"])
         for k in [k for k in snap["operation_metrics"] if k.endswith("TimeMs")]:
             del snap["operation_metrics"][k]
         self.snapshots.append(snap)
@@ -357,6 +382,42 @@ def build_dv(spark, work, cdf):
                 ": two inserts, DELETE (a DV), UPDATE (DVs on two files + a new file), MERGE (DVs + a new file), "
                 "a second DELETE on the same file (the DV replaced: remove with the old DV, add of the same path "
                 "with the new one), OPTIMIZE, insert, DELETE, REORG TABLE APPLY (PURGE), DELETE of null amounts")
+
+
+def build_row_tracking(spark, work):
+    """Row tracking (delta.enableRowTracking) without the change data feed:
+    copy-on-write UPDATE, MERGE and DELETE (rewritten files materialize the
+    row ids and commit versions of the rows they keep), an UPDATE of the
+    column that looks like a key, then deletion vectors, OPTIMIZE."""
+    fx = Fixture(spark, "spark4_row_tracking", work)
+    fx.lineage = True
+    fx.step("create", f"CREATE TABLE {fx.ident} (id BIGINT NOT NULL, name STRING, amount DOUBLE, day DATE, "
+                      f"ts TIMESTAMP) USING delta TBLPROPERTIES ('delta.enableRowTracking' = 'true', "
+                      f"'delta.enableDeletionVectors' = 'false')")
+    fx.step("insert 1-10 (file A)", f"INSERT INTO {fx.ident} VALUES {vals(range(1, 11))}")
+    fx.step("insert 11-16 (file B)", f"INSERT INTO {fx.ident} VALUES {vals(range(11, 17))}")
+    fx.step("update 2, 12 (rewrites A and B)",
+            f"UPDATE {fx.ident} SET name = concat(coalesce(name, 'null'), '-u'), amount = -1.5 WHERE id IN (2, 12)")
+    fx.step("merge: update 3, delete 13, insert 17, 18", f"""
+        MERGE INTO {fx.ident} t
+        USING (SELECT * FROM VALUES (3L, 'm03', 'u'), (13L, NULL, 'd'), (17L, 'm17', 'i'), (18L, NULL, 'i')
+               AS s(id, name, op)) s
+        ON t.id = s.id
+        WHEN MATCHED AND s.op = 'd' THEN DELETE
+        WHEN MATCHED THEN UPDATE SET t.name = s.name, t.amount = coalesce(t.amount, 0) + 100
+        WHEN NOT MATCHED THEN INSERT (id, name, amount, day, ts)
+            VALUES (s.id, s.name, 17.5, DATE'2024-03-17', TIMESTAMP'2024-03-17 17:17:17.171717')""")
+    fx.step("delete 5", f"DELETE FROM {fx.ident} WHERE id = 5")
+    fx.step("update amount = amount for 4 (every value unchanged)", f"UPDATE {fx.ident} SET amount = amount WHERE id = 4")
+    fx.step("update of id: 8 becomes 80", f"UPDATE {fx.ident} SET id = 80 WHERE id = 8")
+    fx.step("enable deletion vectors", f"ALTER TABLE {fx.ident} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    fx.step("update 6, 16 (deletion vectors)", f"UPDATE {fx.ident} SET name = 'dv' WHERE id IN (6, 16)")
+    fx.step("delete 9 (a deletion vector)", f"DELETE FROM {fx.ident} WHERE id = 9")
+    fx.step("OPTIMIZE (compaction, dataChange=false)", f"OPTIMIZE {fx.ident}")
+    fx.step("update 7 after compaction", f"UPDATE {fx.ident} SET amount = 7.77 WHERE id = 7")
+    return fx, ("row tracking, CDF off: two inserts, copy-on-write UPDATE, MERGE, DELETE, a no-op UPDATE, an UPDATE "
+                "of id, then deletion vectors: UPDATE, DELETE, OPTIMIZE, UPDATE; lineage holds Spark's "
+                "_metadata.row_id and row_commit_version per version")
 
 
 def build_colmap_name(spark, work):
@@ -523,6 +584,8 @@ FIXTURES = {
     # widening is a stable feature there, with INT -> BIGINT and more.
     "spark4_type_widening": lambda s, w: build_type_widening(s, w, name="spark4_type_widening"),
     "spark_timestamp_ntz": build_timestamp_ntz,
+    # delta-spark 4: row tracking.
+    "spark4_row_tracking": build_row_tracking,
 }
 
 
