@@ -17,7 +17,7 @@ func refsInJSON(b []byte) (out []byte, ok bool) {
 		return nil, false
 	}
 	for _, f := range []struct {
-		names     []string
+		names      []string
 		ref, camel string
 	}{
 		{[]string{"from_snapshot", "fromSnapshot"}, "from_ref", "fromRef"},
