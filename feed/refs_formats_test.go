@@ -6,6 +6,7 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -127,5 +128,98 @@ func TestDeltaHasNoRefs(t *testing.T) {
 	}
 	if _, err := eng.StatusOn(ctx, name, "audit"); !errors.Is(err, feed.ErrNoRefs) {
 		t.Errorf("status on a ref: %v, want ErrNoRefs", err)
+	}
+}
+
+// TestPaimonBranch reads the branch b1 pypaimon made of refs.branched
+// (testdata/paimon/gen/pypaimon_refs.py): its lineage is the branch's own
+// snapshots (from the tagged one it was created from), every window on it
+// gives pypaimon's read of the branch, a stream follows it, and main is
+// not the branch.
+func TestPaimonBranch(t *testing.T) {
+	fxs, err := paimonfx.Fixtures(paimonFixtureRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(fxs, func(f paimonfx.Fixture) bool { return f.DB == "refs" && f.Name == "branched" })
+	if i < 0 {
+		t.Fatal("no fixture refs.branched")
+	}
+	main := fxs[i]
+	branch := main
+	branch.Expected = filepath.Join(main.Expected, "branch-b1")
+	var want []int64
+	for _, s := range []int64{2, 3, 4} {
+		if _, err := os.Stat(branch.StatePath(s)); err != nil {
+			t.Fatalf("the branch's expected state at %d: %v", s, err)
+		}
+		want = append(want, s)
+	}
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng, src, name := paimonEngine(t, main, mem, 3)
+	defer eng.Close()
+
+	hist, ref, err := eng.HistoryOn(ctx, name, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, s := range hist.Snapshots {
+		got = append(got, s.ID)
+	}
+	if !slices.Equal(got, want) || ref.Kind != feed.RefBranch || *ref.Head != 4 {
+		t.Fatalf("history on b1: %v, ref %+v; want %v, head 4", got, ref, want)
+	}
+	check := func(what string, req feed.Request, from, to int64, fx paimonfx.Fixture) {
+		t.Helper()
+		req.Table = name
+		// One schema throughout (read from main's first snapshot: the
+		// branch's are not main's).
+		st := paimonLoadState(t, fx, from, paimonColumns(t, src, 1))
+		if err := paimonApply(ctx, eng, req, st); err != nil {
+			t.Errorf("%s: %v", what, err)
+			return
+		}
+		if d := st.Diff(paimonLoadState(t, fx, to, nil)); d != "" {
+			t.Errorf("%s: the feed applied to the branch's state at %d is not pypaimon's at %d:\n%s", what, from, to, d)
+		}
+	}
+	two, three := int64(2), int64(3)
+	check("(2, 3] on b1", feed.Request{Ref: "b1", FromSnapshot: &two, ToSnapshot: &three}, 2, 3, branch)
+	check("(3, head] on b1", feed.Request{Ref: "b1", FromSnapshot: &three}, 3, 4, branch)
+	check("from the branch's tag v2 on b1", feed.Request{Ref: "b1", FromRef: "v2"}, 2, 4, branch)
+	check("from tag v2 on main", feed.Request{FromRef: "v2"}, 2, 3, main)
+
+	// Main's snapshot 3 is not the branch's: a window on main stays main's.
+	p, err := eng.Plan(ctx, feed.Request{Table: name, FromSnapshot: &two})
+	if err != nil || len(p.Snapshots) != 1 || p.Snapshots[0].RecordsRead == 0 {
+		t.Fatalf("main after 2: %+v, %v", p, err)
+	}
+	// The branch's history starts at its first snapshot.
+	if _, err := eng.Plan(ctx, feed.Request{Table: name, Ref: "b1"}); !errors.Is(err, feed.ErrResyncRequired) {
+		t.Errorf("b1 from the start of history: %v, want ErrResyncRequired (the branch starts at 2)", err)
+	}
+	// A bounded stream on the branch from its first snapshot's full state
+	// builds the branch's head.
+	st := paimonfx.State{}
+	req := feed.StreamRequest{Request: feed.Request{Table: name, Ref: "b1", FromSnapshot: &two},
+		Start: feed.StartFromSnapshotFull}
+	for ev, err := range eng.Stream(ctx, req) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Batch.Record == nil {
+			continue
+		}
+		err := st.Apply(ev.Batch.Record)
+		ev.Batch.Record.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := st.Diff(paimonLoadState(t, branch, 4, nil)); d != "" {
+		t.Errorf("the stream on b1 does not build the branch's head:\n%s", d)
 	}
 }

@@ -17,12 +17,15 @@ const (
 	branchPrefix = "branch-"
 )
 
-// Ref returns the table's main branch, or one of its tags (tag/tag-NAME)
-// and the table as seen on it: the lineage up to the tag's snapshot. A tag
-// whose snapshot has expired from snapshot/ keeps its files, but no longer
-// the state before it, so its changes cannot be read: ErrResyncRequired.
-// Branches other than main (branch/branch-NAME) are not read yet:
-// ErrUnsupported names them.
+// Ref returns the table's main branch, one of its branches
+// (branch/branch-NAME) or one of its tags (tag/tag-NAME), and the table as
+// seen on it. A branch is read from its own snapshots, schemas and tags,
+// and the table's shared manifests and data files; its history starts at
+// the snapshot it was created from (the one snapshot Paimon copies into
+// it), so a window on it starts there at the earliest. A tag's lineage
+// ends at its snapshot; a tag whose snapshot has expired from snapshot/
+// keeps its files, but no longer the state before it, so its changes
+// cannot be read: ErrResyncRequired.
 func (t *lakeTable) Ref(ctx context.Context, name string) (lake.Ref, lake.Table, error) {
 	tbl := t.src.tbl
 	if name == lake.MainBranch {
@@ -33,16 +36,19 @@ func (t *lakeTable) Ref(ctx context.Context, name string) (lake.Ref, lake.Table,
 		}
 		return ref, t, nil
 	}
+	if plainName(name) {
+		dir := path.Join(branchDir, branchPrefix+name)
+		_, err := fs.Stat(tbl.fsys, dir)
+		if err == nil {
+			return t.branchRef(ctx, name, dir)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return lake.Ref{}, nil, lakeError(tbl.name, err)
+		}
+	}
 	s, err := tbl.Tag(ctx, name)
 	if errors.Is(err, ErrSnapshotNotFound) {
-		if plainName(name) {
-			if _, serr := fs.Stat(tbl.fsys, path.Join(branchDir, branchPrefix+name)); serr == nil {
-				return lake.Ref{}, nil, fmt.Errorf("%w: table %s: %q is a Paimon branch, and Sluice reads the main "+
-					"branch and tags of Paimon tables only", lake.ErrUnsupported, tbl.name, name)
-			}
-		}
-		return lake.Ref{}, nil, fmt.Errorf("%w: table %s has no tag %q (Paimon tables are read on their main "+
-			"branch and tags)", lake.ErrRefNotFound, tbl.name, name)
+		return lake.Ref{}, nil, fmt.Errorf("%w: table %s has no branch or tag %q", lake.ErrRefNotFound, tbl.name, name)
 	}
 	if err != nil {
 		return lake.Ref{}, nil, lakeError(tbl.name, err)
@@ -55,6 +61,24 @@ func (t *lakeTable) Ref(ctx context.Context, name string) (lake.Ref, lake.Table,
 			lake.ErrResyncRequired, tbl.name, name, head, t.first())
 	}
 	return ref, &tagTable{lakeTable: t, head: head}, nil
+}
+
+// branchRef loads branch name, whose folder is dir.
+func (t *lakeTable) branchRef(ctx context.Context, name, dir string) (lake.Ref, lake.Table, error) {
+	src, err := t.src.branch(ctx, name, dir)
+	if err != nil {
+		return lake.Ref{}, nil, err
+	}
+	lt, err := src.Load(ctx)
+	if err != nil {
+		return lake.Ref{}, nil, err
+	}
+	ref := lake.Ref{Name: name, Kind: lake.RefBranch}
+	if h := lt.History(nil).Commits; len(h) > 0 {
+		head := h[len(h)-1].ID
+		ref.Head = &head
+	}
+	return ref, lt, nil
 }
 
 // tagTable is a Paimon table as seen on a tag: its history ends at the

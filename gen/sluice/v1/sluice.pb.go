@@ -129,7 +129,7 @@ type ChangeRequest struct {
 	// (filter, fold_updates, net_changes, part), FAILED_PRECONDITION.
 	Backend string `protobuf:"bytes,18,opt,name=backend,proto3" json:"backend,omitempty"`
 	// The branch or tag whose lineage the window or stream runs on (Iceberg
-	// metadata refs; a Paimon table's main branch and tags). Empty: the main
+	// metadata refs; a Paimon table's branches and tags). Empty: the main
 	// branch. The window's end must be on the ref's lineage; on a tag the
 	// lineage ends at the tagged snapshot, and follow is INVALID_ARGUMENT (a
 	// tag does not move). An unknown ref is NOT_FOUND; a ref of a Delta
