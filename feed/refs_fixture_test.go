@@ -1,9 +1,10 @@
 package feed_test
 
-// Branches and tags on a table pyiceberg wrote with a write-audit-publish
-// flow (testdata/fixtures/pyiceberg_refs; see gen/README.md): windows,
-// snapshots, commit positions and streams on a ref must follow that ref's
-// lineage, checked against pyiceberg's own read of every snapshot.
+// Branches and tags on tables written with a write-audit-publish flow
+// (testdata/fixtures/pyiceberg_refs by pyiceberg, spark_wap_v2 by Spark's
+// own WAP; see gen/README.md): windows, snapshots, commit positions and
+// streams on a ref must follow that ref's lineage, checked against the
+// writer's own read of every snapshot.
 
 import (
 	"context"
@@ -39,15 +40,25 @@ func (fx *fxFixture) fxLineage(t *testing.T, head int64) []int {
 	return out
 }
 
+// fxRefFixtures are the fixtures with branches and tags, each with the tag
+// at main's head when the branch audit was created.
+var fxRefFixtures = []struct{ name, base string }{{"pyiceberg_refs", "v2"}, {"spark_wap_v2", "v1"}}
+
 func TestFixtureRefs(t *testing.T) {
-	fx := fxLoad(t, "pyiceberg_refs")
+	for _, f := range fxRefFixtures {
+		t.Run(f.name, func(t *testing.T) { checkFixtureRefs(t, f.name, f.base) })
+	}
+}
+
+func checkFixtureRefs(t *testing.T, name, base string) {
+	fx := fxLoad(t, name)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 5})
 	ctx := context.Background()
 	snaps := fx.exp.Snapshots
-	if len(fx.exp.Refs) < 5 {
-		t.Fatalf("the fixture has refs %v; want main, audit, dev and two tags", fx.exp.Refs)
+	if len(fx.exp.Refs) < 4 {
+		t.Fatalf("the fixture has refs %v; want main, audit and two tags", fx.exp.Refs)
 	}
 	index := func(id int64) int {
 		return slices.IndexFunc(snaps, func(s fxSnapshot) bool { return s.SnapshotID == id })
@@ -109,25 +120,37 @@ func TestFixtureRefs(t *testing.T) {
 		})
 	}
 
-	audit, v2, audited := fx.exp.Refs["audit"], fx.exp.Refs["v2"], fx.exp.Refs["audited"]
+	audit, v2, audited := fx.exp.Refs["audit"], fx.exp.Refs[base], fx.exp.Refs["audited"]
 	t.Run("from_tag_to_branch_head", func(t *testing.T) {
 		p := check(t, index(v2.SnapshotID), index(audit.SnapshotID),
-			feed.Request{Table: fx.name, Ref: "audit", FromRef: "v2"})
+			feed.Request{Table: fx.name, Ref: "audit", FromRef: base})
 		if *p.From != v2.SnapshotID {
-			t.Errorf("from %d, want tag v2's %d", *p.From, v2.SnapshotID)
+			t.Errorf("from %d, want tag %s's %d", *p.From, base, v2.SnapshotID)
 		}
 	})
 	t.Run("main_to_tag_across_the_fast_forward", func(t *testing.T) {
-		// main was fast-forwarded onto audit's head, which the tag
-		// "audited" names: the window on main reads audit's commits.
+		// main was fast-forwarded onto the head audit had then, which the
+		// tag "audited" names: the window on main reads audit's commits.
+		lineage := fx.fxLineage(t, audited.SnapshotID)
+		want := len(lineage) - 1 - slices.Index(lineage, index(v2.SnapshotID))
 		p := check(t, index(v2.SnapshotID), index(audited.SnapshotID),
-			feed.Request{Table: fx.name, FromRef: "v2", ToRef: "audited"})
-		if len(p.Snapshots) != 2 {
-			t.Errorf("window v2..audited has %d snapshots, want audit's 2", len(p.Snapshots))
+			feed.Request{Table: fx.name, FromRef: base, ToRef: "audited"})
+		if len(p.Snapshots) != want {
+			t.Errorf("window %s..audited has %d snapshots, want audit's %d", base, len(p.Snapshots), want)
+		}
+		main := fx.fxLineage(t, fx.exp.Refs["main"].SnapshotID)
+		if !slices.Contains(main, index(audited.SnapshotID)) {
+			t.Errorf("main's lineage %v does not hold audited (main was not fast-forwarded)", main)
 		}
 	})
 	t.Run("errors", func(t *testing.T) {
-		dev := fx.exp.Refs["dev"].SnapshotID
+		// off is a snapshot off audit's lineage (main's or dev's).
+		onAudit := fx.fxLineage(t, audit.SnapshotID)
+		k := slices.IndexFunc(snaps, func(s fxSnapshot) bool { return !slices.Contains(onAudit, index(s.SnapshotID)) })
+		if k < 0 {
+			t.Fatal("every snapshot is on audit's lineage")
+		}
+		off := snaps[k].SnapshotID
 		for _, c := range []struct {
 			name string
 			req  feed.Request
@@ -135,9 +158,9 @@ func TestFixtureRefs(t *testing.T) {
 		}{
 			{"unknown ref", feed.Request{Ref: "nope"}, feed.ErrRefNotFound},
 			{"unknown from_ref", feed.Request{Ref: "audit", FromRef: "nope"}, feed.ErrRefNotFound},
-			{"to_snapshot off the branch", feed.Request{Ref: "audit", ToSnapshot: &dev}, feed.ErrNotAncestor},
-			{"from a tag off the branch", feed.Request{Ref: "dev", FromRef: "audited"}, feed.ErrNotAncestor},
-			{"from_ref with from_snapshot", feed.Request{FromRef: "v2", FromSnapshot: &dev}, feed.ErrInvalidRequest},
+			{"to_snapshot off the branch", feed.Request{Ref: "audit", ToSnapshot: &off}, feed.ErrNotAncestor},
+			{"from a tag after the ref's head", feed.Request{Ref: base, FromRef: "audited"}, feed.ErrNotAncestor},
+			{"from_ref with from_snapshot", feed.Request{FromRef: base, FromSnapshot: &off}, feed.ErrInvalidRequest},
 		} {
 			c.req.Table = fx.name
 			if _, err := eng.Plan(ctx, c.req); !errors.Is(err, c.want) {
@@ -147,7 +170,7 @@ func TestFixtureRefs(t *testing.T) {
 		if _, err := eng.StatusOn(ctx, fx.name, "nope"); !errors.Is(err, feed.ErrRefNotFound) {
 			t.Errorf("status on an unknown ref: %v", err)
 		}
-		req := feed.StreamRequest{Request: feed.Request{Table: fx.name, Ref: "v2"}, Follow: true}
+		req := feed.StreamRequest{Request: feed.Request{Table: fx.name, Ref: base}, Follow: true}
 		for _, err := range eng.Stream(ctx, req) {
 			if !errors.Is(err, feed.ErrInvalidRequest) {
 				t.Errorf("follow on a tag: err %v, want ErrInvalidRequest", err)
@@ -156,9 +179,9 @@ func TestFixtureRefs(t *testing.T) {
 		}
 	})
 	t.Run("stream_on_branch", func(t *testing.T) {
-		// A bounded stream on audit from the tag v2: its changes, applied
-		// to the state at v2, give audit's head.
-		req := feed.StreamRequest{Request: feed.Request{Table: fx.name, Ref: "audit", FromRef: "v2"},
+		// A bounded stream on audit from the base tag: its changes,
+		// applied to the state at the tag, give audit's head.
+		req := feed.StreamRequest{Request: feed.Request{Table: fx.name, Ref: "audit", FromRef: base},
 			Start: feed.StartFromSnapshot}
 		end := fx.schema(t, snaps[index(audit.SnapshotID)])
 		var changes []fxChange
@@ -191,7 +214,7 @@ func TestFixtureRefs(t *testing.T) {
 		}
 		got := fxApply(t, fx.state(t, index(v2.SnapshotID), end), changes)
 		if d := fxDiff(got, fx.state(t, index(audit.SnapshotID), end)); d != "" {
-			t.Errorf("the stream on audit from v2 does not give audit's head:\n%s", d)
+			t.Errorf("the stream on audit from %s does not give audit's head:\n%s", base, d)
 		}
 	})
 }
