@@ -196,6 +196,9 @@ type TableStatus struct {
 	Snapshot *int64 `json:"snapshot"`
 	// TimestampMs is the current snapshot's commit time (0 without one).
 	TimestampMs int64 `json:"timestamp_ms"`
+	// Ref is the branch or tag the position is of (StatusOn); nil for the
+	// main branch of a call that named no ref.
+	Ref *Ref `json:"ref,omitempty"`
 }
 
 // TableInfo describes one table.
@@ -256,19 +259,40 @@ func withTable(ctx context.Context, name string, tbl Table) context.Context {
 // poll interval old, so that it is as current as what the streams see;
 // otherwise it loads the table.
 func (e *Engine) Status(ctx context.Context, name string) (TableStatus, error) {
+	return e.StatusOn(ctx, name, "")
+}
+
+// StatusOn returns the commit position of the table's branch or tag ref
+// (empty: the main branch), as Status does: the head of the ref, its
+// commit_seq and time. An unknown ref is ErrRefNotFound.
+func (e *Engine) StatusOn(ctx context.Context, name, ref string) (TableStatus, error) {
 	e.watchMu.Lock()
 	w := e.watchers[name]
 	e.watchMu.Unlock()
 	if w != nil {
 		if st := w.fresh(); st != nil {
-			return statusOf(name, st.history()), nil
+			if ref == "" {
+				return statusOf(name, st.history()), nil
+			}
+			return refStatus(ctx, name, st.tbl, ref)
 		}
 	}
 	tbl, err := e.load(ctx, name)
 	if err != nil {
 		return TableStatus{}, err
 	}
-	return status(name, tbl), nil
+	return refStatus(ctx, name, tbl, ref)
+}
+
+// refStatus is the commit position of tbl's ref (empty: the main branch).
+func refStatus(ctx context.Context, name string, tbl Table, ref string) (TableStatus, error) {
+	view, r, err := onRef(ctx, name, tbl, ref)
+	if err != nil {
+		return TableStatus{}, err
+	}
+	st := status(name, view)
+	st.Ref = r
+	return st, nil
 }
 
 func status(name string, tbl Table) TableStatus { return statusOf(name, historyAt(tbl, nil)) }
@@ -286,21 +310,31 @@ func statusOf(name string, hist History) TableStatus {
 
 // Snapshots returns the lineage of the table's main branch, oldest first.
 func (e *Engine) Snapshots(ctx context.Context, name string) ([]Snapshot, error) {
-	tbl, err := e.load(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return historyAt(tbl, nil).Snapshots, nil
+	h, _, err := e.HistoryOn(ctx, name, "")
+	return h.Snapshots, err
 }
 
 // History returns the retained lineage of the table's main branch, oldest
 // first, with what the metadata tells of its expired part.
 func (e *Engine) History(ctx context.Context, name string) (History, error) {
+	h, _, err := e.HistoryOn(ctx, name, "")
+	return h, err
+}
+
+// HistoryOn returns the retained lineage of the table's branch or tag ref
+// (empty: the main branch), oldest first, with what the metadata tells of
+// its expired part, and the ref (nil when ref is empty). An unknown ref is
+// ErrRefNotFound.
+func (e *Engine) HistoryOn(ctx context.Context, name, ref string) (History, *Ref, error) {
 	tbl, err := e.load(ctx, name)
 	if err != nil {
-		return History{}, err
+		return History{}, nil, err
 	}
-	return historyAt(tbl, nil), nil
+	view, r, err := onRef(ctx, name, tbl, ref)
+	if err != nil {
+		return History{}, nil, err
+	}
+	return historyAt(view, nil), r, nil
 }
 
 // TableError is a table that a listing left out, and why.

@@ -40,6 +40,13 @@ type fxExpected struct {
 	// with its whole history. With it, Snapshots is the retained lineage.
 	Expiry    *fxExpiry    `json:"expiry"`
 	Snapshots []fxSnapshot `json:"snapshots"`
+	// Refs are the table's branches and tags as the writer left them
+	// (pyiceberg_refs, whose Snapshots are every snapshot of every
+	// branch, in commit order).
+	Refs map[string]struct {
+		Type       string `json:"type"`
+		SnapshotID int64  `json:"snapshot_id"`
+	} `json:"refs"`
 }
 
 // fxStatement is one statement the generator ran.

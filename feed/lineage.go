@@ -140,8 +140,9 @@ type window struct {
 }
 
 // resolveWindow resolves and validates the request's window against the
-// table's metadata.
-func resolveWindow(name string, tbl Table, req Request) (window, error) {
+// table's metadata. On a ref (onRef: tbl is the table as seen on a branch
+// or tag), the window's end must be on the ref's lineage.
+func resolveWindow(name string, tbl Table, req Request, onRef bool) (window, error) {
 	main := historyAt(tbl, nil)
 
 	// The end of the window.
@@ -161,6 +162,10 @@ func resolveWindow(name string, tbl Table, req Request) (window, error) {
 			}
 			return window{}, fmt.Errorf("%w: to_snapshot %d is not a snapshot of table %s%s",
 				ErrSnapshotNotFound, *req.ToSnapshot, name, main.rangeHint())
+		}
+		if onRef && !slices.ContainsFunc(main.Snapshots, func(s Snapshot) bool { return s.ID == *req.ToSnapshot }) {
+			return window{}, fmt.Errorf("%w: to_snapshot %d is not on the lineage of %s%s", ErrNotAncestor,
+				*req.ToSnapshot, name, main.rangeHint())
 		}
 		head = req.ToSnapshot
 	case req.ToTimestampMs != nil:

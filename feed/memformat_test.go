@@ -77,6 +77,11 @@ func (t *memTable) HasCommit(id int64) bool {
 	return slices.ContainsFunc(t.commits, func(c memCommit) bool { return c.commit.ID == id })
 }
 
+// Ref fails: an in-memory table has no refs.
+func (t *memTable) Ref(context.Context, string) (lake.Ref, lake.Table, error) {
+	return lake.Ref{}, nil, lake.ErrNoRefs
+}
+
 func (t *memTable) Schema(context.Context, *lake.Commit) (*lake.Schema, error) { return t.schema, nil }
 
 func (t *memTable) Planner(context.Context, lake.PlanOptions) (lake.Planner, error) { return t, nil }

@@ -51,6 +51,9 @@ type Plan struct {
 	Table string `json:"table"`
 	// Format is the table's format (FormatIceberg, FormatDelta).
 	Format string `json:"format"`
+	// Ref is the branch or tag whose lineage the window runs on; nil for
+	// the main branch of a request that named no ref.
+	Ref *Ref `json:"ref,omitempty"`
 	// From is the exclusive start snapshot; nil for the start of history.
 	From *int64 `json:"from_snapshot"`
 	// To is the inclusive end snapshot; nil for a table without snapshots.
@@ -238,12 +241,18 @@ func (e *Engine) resolve(ctx context.Context, req Request) (*Plan, window, error
 	if err != nil {
 		return nil, window{}, err
 	}
-	w, err := resolveWindow(req.Table, tbl, req)
+	base := tbl
+	tbl, ref, req, err := resolveRefs(ctx, tbl, req)
 	if err != nil {
 		return nil, window{}, err
 	}
-	p := &Plan{Table: req.Table, Format: tbl.Format(), From: w.from, Snapshots: []SnapshotPlan{}, tbl: tbl, to: w.to}
-	if p.Backend, p.routed, err = routeWindow(tbl, req); err != nil {
+	w, err := resolveWindow(refLabel(req.Table, ref), tbl, req, ref != nil)
+	if err != nil {
+		return nil, window{}, err
+	}
+	p := &Plan{Table: req.Table, Format: tbl.Format(), Ref: ref, From: w.from, Snapshots: []SnapshotPlan{}, tbl: tbl,
+		to: w.to}
+	if p.Backend, p.routed, err = routeWindow(base, req); err != nil {
 		return nil, window{}, err
 	}
 	if w.to != nil {

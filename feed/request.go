@@ -50,6 +50,13 @@ type Request struct {
 	// Lineage adds each row's id (RowIDColumn, a long) to the images, for
 	// a table that keeps row lineage (Iceberg v3, Delta row tracking).
 	Lineage bool
+	// Ref names the branch or tag whose lineage the window (or stream)
+	// runs on; empty means the main branch. See ref.go.
+	Ref string
+	// FromRef and ToRef name the window's start and end by a tag (or a
+	// branch: its head when the window is planned), instead of
+	// FromSnapshot and ToSnapshot.
+	FromRef, ToRef string
 
 	// parsed is set by Parse: the request is valid and filter holds its
 	// parsed filter (nil without one), which planning binds to the
@@ -121,6 +128,9 @@ func (r Request) Validate() error {
 		return err
 	}
 	if err := checkBackend(r.Backend); err != nil {
+		return err
+	}
+	if err := r.validateRefs(); err != nil {
 		return err
 	}
 	return checkNames("identity", r.Identity)

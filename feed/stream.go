@@ -160,13 +160,47 @@ type streamer struct {
 	// took, loaded or failed.
 	cur  *tableState
 	seen uint64
+	// view is cur's table as seen on the request's ref (cur's table
+	// without one), and ref that ref (nil without one).
+	view Table
+	ref  *Ref
 }
 
 // shape is the request's table and change shape, without a window.
 func (s *streamer) shape() Request {
 	r := s.req.Request
-	r.FromSnapshot, r.FromTimestampMs = nil, nil
+	r.FromSnapshot, r.FromTimestampMs, r.FromRef = nil, nil, ""
 	return r
+}
+
+// take moves the stream on to state st of its table, as seen on the
+// request's ref. A follow stream on a tag is ErrInvalidRequest: a tag
+// does not move.
+func (s *streamer) take(ctx context.Context, st *tableState) error {
+	if s.req.Ref == "" {
+		s.cur, s.view = st, st.tbl
+		return nil
+	}
+	view, ref, err := onRef(ctx, s.req.Table, st.tbl, s.req.Ref)
+	if err != nil {
+		return err
+	}
+	if ref.Kind == RefTag && s.req.Follow {
+		return fmt.Errorf("%w: %s %s of table %s names one snapshot and never moves, so it cannot be followed: "+
+			"follow a branch, or read the tag's window without follow", ErrInvalidRequest, ref.Kind,
+			quoteName(ref.Name), s.req.Table)
+	}
+	s.cur, s.view, s.ref = st, view, ref
+	return nil
+}
+
+// history is the history of the lineage the stream follows: the main
+// branch's, or its ref's.
+func (s *streamer) history() History {
+	if s.req.Ref == "" {
+		return s.cur.history()
+	}
+	return historyAt(s.view, nil)
 }
 
 func (s *streamer) run(ctx context.Context) error {
@@ -178,6 +212,17 @@ func (s *streamer) run(ctx context.Context) error {
 	err := s.retry(ctx, func() error {
 		if err := s.refresh(ctx); err != nil {
 			return err
+		}
+		if s.req.FromRef != "" {
+			id, err := refHead(ctx, s.req.Table, s.view, "from_ref", s.req.FromRef)
+			if err != nil {
+				return err
+			}
+			if id == NoSnapshot {
+				return fmt.Errorf("%w: from_ref %s of table %s is a branch without commits: leave from_ref out",
+					ErrInvalidRequest, quoteName(s.req.FromRef), s.req.Table)
+			}
+			s.req.FromSnapshot, s.req.FromRef = &id, ""
 		}
 		var err error
 		pos, err = s.startPosition(s.pin(ctx))
@@ -195,7 +240,7 @@ func (s *streamer) run(ctx context.Context) error {
 	s.cursor, s.at = pos.from, pos.at
 	notBefore := pos.notBefore
 	for {
-		next, err := s.pending(s.cur.history())
+		next, err := s.pending(s.history())
 		if err != nil {
 			return err
 		}
@@ -233,7 +278,10 @@ func (s *streamer) run(ctx context.Context) error {
 		if s.sub != nil {
 			// Go on from a newer state when another stream's wait loaded one.
 			if st := s.sub.newer(s.seen); st != nil {
-				s.cur, s.seen = st, st.seq
+				if err := s.take(ctx, st); err != nil {
+					return err
+				}
+				s.seen = st.seq
 			}
 		}
 	}
@@ -253,8 +301,7 @@ func (s *streamer) refresh(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.cur = newTableState(0, tbl, nil, start)
-		return nil
+		return s.take(ctx, newTableState(0, tbl, nil, start))
 	}
 	st, err := s.sub.next(s.seen, func(wake <-chan struct{}) error { return s.idle(ctx, wake) })
 	if err != nil {
@@ -264,8 +311,7 @@ func (s *streamer) refresh(ctx context.Context) error {
 	if st.err != nil {
 		return st.err
 	}
-	s.cur = st
-	return nil
+	return s.take(ctx, st)
 }
 
 // pin returns ctx with the stream's state of its table pinned (see

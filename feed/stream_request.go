@@ -150,40 +150,43 @@ func (r StreamRequest) Parse() (StreamRequest, error) {
 	bad := func(format string, args ...any) (StreamRequest, error) {
 		return r, fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
 	}
-	from, fromTs := r.FromSnapshot, r.FromTimestampMs
+	from, fromTs, fromRef := r.FromSnapshot, r.FromTimestampMs, r.FromRef
+	hasFrom := from != nil || fromRef != ""
 	switch {
-	case r.ToSnapshot != nil || r.ToTimestampMs != nil:
-		return bad("a stream (follow, start or consumer) has no end: leave out to_snapshot and to_timestamp_ms")
+	case r.ToSnapshot != nil || r.ToTimestampMs != nil || r.ToRef != "":
+		return bad("a stream (follow, start or consumer) has no end: leave out to_snapshot, to_timestamp_ms and to_ref")
 	case r.NetChanges:
 		return bad("net_changes collapses a window; a stream (follow, start or consumer) sends every change")
 	case from != nil && fromTs != nil:
 		return bad("give from_snapshot or from_timestamp_ms, not both")
+	case fromRef != "" && (from != nil || fromTs != nil):
+		return bad("give one of from_ref, from_snapshot and from_timestamp_ms")
 	case r.Start != "" && !slices.Contains(StartModes(), r.Start):
 		return bad("start %s: want %s", quoteName(r.Start), strings.Join(StartModes(), ", "))
 	}
 	switch r.Start {
 	case StartFromSnapshot, StartFromSnapshotFull:
-		if from == nil {
-			return bad("start %q needs from_snapshot", r.Start)
+		if !hasFrom {
+			return bad("start %q needs from_snapshot (or from_ref)", r.Start)
 		}
 	case StartFromTimestamp:
 		if fromTs == nil {
 			return bad("start %q needs from_timestamp_ms", r.Start)
 		}
 	}
-	if from != nil && r.Start != "" && r.Start != StartFromSnapshot && r.Start != StartFromSnapshotFull {
+	if hasFrom && r.Start != "" && r.Start != StartFromSnapshot && r.Start != StartFromSnapshotFull {
 		return bad("from_snapshot goes with start %q or %q, not %q", StartFromSnapshot, StartFromSnapshotFull, r.Start)
 	}
 	if fromTs != nil && r.Start != "" && r.Start != StartFromTimestamp {
 		return bad("from_timestamp_ms goes with start %q, not %q", StartFromTimestamp, r.Start)
 	}
 	shape := r.Request
-	shape.FromSnapshot, shape.FromTimestampMs = nil, nil
+	shape.FromSnapshot, shape.FromTimestampMs, shape.FromRef = nil, nil, ""
 	shape, err := shape.Parse()
 	if err != nil {
 		return r, err
 	}
-	shape.FromSnapshot, shape.FromTimestampMs = from, fromTs
+	shape.FromSnapshot, shape.FromTimestampMs, shape.FromRef = from, fromTs, fromRef
 	r.Request, r.parsed = shape, true
 	return r, nil
 }

@@ -32,7 +32,7 @@ type position struct {
 func (s *streamer) startPosition(ctx context.Context) (position, error) {
 	req := s.req
 	table := req.Table
-	hist := s.cur.history()
+	hist := s.history()
 	lineage := hist.Snapshots
 	pos := position{}
 	if n := len(lineage); n > 0 {
@@ -158,6 +158,9 @@ func (s *streamer) badStart(ctx context.Context, hist History, id int64, what st
 	_, err := s.e.Schema(ctx, w)
 	switch {
 	case err == nil:
+		if s.ref != nil {
+			return fmt.Errorf("%w: snapshot %d is not on the lineage of %s", ErrNotAncestor, id, refLabel(table, s.ref))
+		}
 		return fmt.Errorf("%w: snapshot %d is not on the main lineage of table %s", ErrNotAncestor, id, table)
 	case errors.Is(err, ErrResyncRequired), errors.Is(err, ErrSnapshotNotFound) && expired:
 		return fmt.Errorf("%w: snapshot %d is not among the retained snapshots of table %s, whose history before "+

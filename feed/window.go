@@ -163,6 +163,8 @@ func routeWindow(tbl Table, req Request) (*Verdict, bool, error) {
 		why = "net_changes"
 	case req.Part != nil:
 		why = "a part of a split window"
+	case req.Ref != "" || req.FromRef != "" || req.ToRef != "":
+		why = "a branch or tag"
 	}
 	if why == "" {
 		v.Backend = BackendSpark

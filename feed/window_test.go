@@ -149,6 +149,19 @@ func TestRoutedWindow(t *testing.T) {
 			t.Fatalf("err = %v, want ErrUnsupported", err)
 		}
 	})
+	t.Run("a ref runs natively under auto, and is refused when Spark is forced", func(t *testing.T) {
+		before := backend.reads
+		p, got, _ := read(t, routed, feed.Request{Table: tableName, Ref: feed.MainBranch})
+		sameChanges(t, got, h.wantInserts(0, 4))
+		if backend.reads != before || p.Backend.Backend != feed.BackendNative ||
+			!strings.Contains(p.Backend.Reason, "a branch or tag") || p.Ref == nil || p.Ref.Name != feed.MainBranch {
+			t.Fatalf("%d backend reads, verdict %+v, ref %+v", backend.reads-before, p.Backend, p.Ref)
+		}
+		_, err := routed.Plan(t.Context(), feed.Request{Table: tableName, Ref: feed.MainBranch, Backend: feed.BackendSpark})
+		if !errors.Is(err, feed.ErrUnsupported) {
+			t.Fatalf("err = %v, want ErrUnsupported", err)
+		}
+	})
 	t.Run("backend errors", func(t *testing.T) {
 		for _, tt := range []struct {
 			eng  *feed.Engine

@@ -33,6 +33,12 @@ type Table interface {
 	History(head *int64) History
 	// HasCommit reports whether id is a retained commit of any branch.
 	HasCommit(id int64) bool
+	// Ref returns the branch or tag name of the table and the table as
+	// seen on it: a Table whose History(nil) is the lineage of the ref's
+	// head (empty for a branch without commits), the rest as the table's
+	// own. It fails with ErrRefNotFound when the table has no such ref,
+	// and with ErrNoRefs when its format has none.
+	Ref(ctx context.Context, name string) (Ref, Table, error)
 	// Schema returns the logical schema of commit c (nil: the table's
 	// current schema).
 	Schema(ctx context.Context, c *Commit) (*Schema, error)

@@ -33,6 +33,7 @@ $(PAIMON_VENV)/.pypaimon-$(PYPAIMON_VERSION):
 paimon-fixtures: paimon-venv
 	rm -rf $(PAIMON_OUT)/warehouse $(PAIMON_OUT)/expected
 	$(PAIMON_VENV)/bin/python $(PAIMON_GEN)/pypaimon_fixtures.py $(PAIMON_OUT)
+	$(PAIMON_VENV)/bin/python $(PAIMON_GEN)/pypaimon_refs.py $(PAIMON_OUT)
 	$(MVN) -q -B -Dmaven.repo.local=$(PAIMON_M2) -f $(PAIMON_GEN)/java/pom.xml compile exec:java \
 		-Dexec.args=$(CURDIR)/$(PAIMON_OUT)
 	rm -rf $(PAIMON_GEN)/__pycache__

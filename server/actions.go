@@ -66,14 +66,15 @@ func explainAction(s *Server, ctx context.Context, body []byte) (any, error) {
 
 // actions are the Flight actions, in the order ListActions lists them.
 var actions = []action{
-	{&flight.ActionType{Type: ActionCommitSeq, Description: `{"table"} -> {"table", "commit_seq", "snapshot", ` +
-		`"timestamp_ms"}: the table's commit sequence, which grows with every commit to its main branch; cheap to poll`},
+	{&flight.ActionType{Type: ActionCommitSeq, Description: `{"table", "ref"?} -> {"table", "commit_seq", "snapshot", ` +
+		`"timestamp_ms", "ref"?}: the table's commit sequence, which grows with every commit to its main branch (or ` +
+		`the head of the branch or tag ref); cheap to poll`},
 		jsonAction(ActionCommitSeq, (*Server).commitSeq)},
 	{&flight.ActionType{Type: ActionListTables, Description: `{} -> {"tables": [{"name", "format", "format_version", ` +
 		`"current_snapshot", "commit_seq"}]}: the tables the caller may read`},
 		jsonAction(ActionListTables, (*Server).listTables)},
-	{&flight.ActionType{Type: ActionListSnapshots, Description: `{"table"} -> {"table", "snapshots": [...]}: the ` +
-		"main branch's lineage, oldest first, with operation and summary"},
+	{&flight.ActionType{Type: ActionListSnapshots, Description: `{"table", "ref"?} -> {"table", "snapshots": [...], ` +
+		`"ref"?}: the main branch's lineage (or the branch or tag ref's), oldest first, with operation and summary`},
 		jsonAction(ActionListSnapshots, (*Server).listSnapshots)},
 	{&flight.ActionType{Type: ActionExplain, Description: "a ChangeRequest -> the plan: snapshots, files read and " +
 		"skipped, bytes, per-snapshot strategy"}, explainAction},

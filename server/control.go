@@ -15,7 +15,7 @@ type controlService struct {
 }
 
 func (c *controlService) CommitSeq(ctx context.Context, req *sluicev1.CommitSeqRequest) (*sluicev1.CommitSeqResponse, error) {
-	st, err := c.s.commitSeq(ctx, tableBody{Table: req.GetTable()})
+	st, err := c.s.commitSeq(ctx, refBody{Table: req.GetTable(), Ref: req.GetRef()})
 	if err != nil {
 		return nil, c.s.fail(ctx, "CommitSeq", err)
 	}
@@ -31,7 +31,7 @@ func (c *controlService) ListTables(ctx context.Context, _ *sluicev1.ListTablesR
 }
 
 func (c *controlService) ListSnapshots(ctx context.Context, req *sluicev1.ListSnapshotsRequest) (*sluicev1.ListSnapshotsResponse, error) {
-	list, err := c.s.listSnapshots(ctx, tableBody{Table: req.GetTable()})
+	list, err := c.s.listSnapshots(ctx, refBody{Table: req.GetTable(), Ref: req.GetRef()})
 	if err != nil {
 		return nil, c.s.fail(ctx, "ListSnapshots", err)
 	}

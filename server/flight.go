@@ -150,8 +150,13 @@ func (s *Server) streamInfo(ctx context.Context, desc *flight.FlightDescriptor, 
 	if err != nil {
 		return nil, err
 	}
-	meta, err := json.Marshal(map[string]any{"table": r.stream.Table, "follow": r.stream.Follow,
-		"start": r.stream.Start, "consumer": r.consumer})
+	m := map[string]any{"table": r.stream.Table, "follow": r.stream.Follow, "start": r.stream.Start,
+		"consumer": r.consumer}
+	if r.stream.Ref != "" {
+		// The branch (or tag) the stream follows, as the request names it.
+		m["ref"] = r.stream.Ref
+	}
+	meta, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
@@ -190,10 +195,13 @@ type summary struct {
 	Snapshots int    `json:"snapshots"`
 	CommitSeq int64  `json:"commit_seq"`
 	Endpoints int    `json:"endpoints"`
+	// Ref is the branch or tag the window runs on (nil: the main branch
+	// of a request that named none).
+	Ref *feed.Ref `json:"ref,omitempty"`
 }
 
 func planSummary(p *feed.Plan) summary {
-	s := summary{Table: p.Table, From: p.From, To: p.To, Snapshots: len(p.Snapshots)}
+	s := summary{Table: p.Table, From: p.From, To: p.To, Snapshots: len(p.Snapshots), Ref: p.Ref}
 	if n := len(p.Snapshots); n > 0 {
 		s.CommitSeq = p.Snapshots[n-1].CommitSeq
 	}

@@ -29,12 +29,23 @@ type emptyBody struct{}
 
 func (emptyBody) names() []string { return nil }
 
-// commitSeq returns the table's current commit position.
-func (s *Server) commitSeq(ctx context.Context, b tableBody) (feed.TableStatus, error) {
+// refBody is the request of the calls that name a table and, optionally,
+// one of its branches or tags (commit_seq, list_snapshots).
+type refBody struct {
+	Table string `json:"table"`
+	// Ref is the branch or tag; empty: the main branch.
+	Ref string `json:"ref,omitempty"`
+}
+
+func (b refBody) names() []string { return []string{b.Table, b.Ref} }
+
+// commitSeq returns the table's current commit position: its main
+// branch's head, or its ref's.
+func (s *Server) commitSeq(ctx context.Context, b refBody) (feed.TableStatus, error) {
 	if err := s.checkTable(ctx, b.Table); err != nil {
 		return feed.TableStatus{}, err
 	}
-	st, err := s.engine.Status(ctx, b.Table)
+	st, err := s.engine.StatusOn(ctx, b.Table, b.Ref)
 	return st, clipNames(err, b.names()...)
 }
 
@@ -80,10 +91,13 @@ func (s *Server) skipped(ctx context.Context, table string, err error) {
 type snapshotList struct {
 	Table     string          `json:"table"`
 	Snapshots []feed.Snapshot `json:"snapshots"`
+	// Ref is the branch or tag whose lineage this is (nil: the main
+	// branch of a request that named none).
+	Ref *feed.Ref `json:"ref,omitempty"`
 }
 
 func (l snapshotList) proto() *sluicev1.ListSnapshotsResponse {
-	out := &sluicev1.ListSnapshotsResponse{Table: l.Table}
+	out := &sluicev1.ListSnapshotsResponse{Table: l.Table, Ref: refProto(l.Ref)}
 	for _, s := range l.Snapshots {
 		out.Snapshots = append(out.Snapshots, &sluicev1.SnapshotInfo{Snapshot: s.ID, Parent: s.ParentID,
 			SequenceNumber: s.SequenceNumber, CommitSeq: s.CommitSeq, TimestampMs: s.TimestampMs,
@@ -92,13 +106,22 @@ func (l snapshotList) proto() *sluicev1.ListSnapshotsResponse {
 	return out
 }
 
-// listSnapshots returns the lineage of the table's main branch.
-func (s *Server) listSnapshots(ctx context.Context, b tableBody) (snapshotList, error) {
+// listSnapshots returns the lineage of the table's main branch, or of its
+// ref.
+func (s *Server) listSnapshots(ctx context.Context, b refBody) (snapshotList, error) {
 	if err := s.checkTable(ctx, b.Table); err != nil {
 		return snapshotList{}, err
 	}
-	snaps, err := s.engine.Snapshots(ctx, b.Table)
-	return snapshotList{Table: b.Table, Snapshots: snaps}, clipNames(err, b.names()...)
+	hist, ref, err := s.engine.HistoryOn(ctx, b.Table, b.Ref)
+	return snapshotList{Table: b.Table, Snapshots: hist.Snapshots, Ref: ref}, clipNames(err, b.names()...)
+}
+
+// refProto is a ref on the wire (nil: none).
+func refProto(r *feed.Ref) *sluicev1.Ref {
+	if r == nil {
+		return nil
+	}
+	return &sluicev1.Ref{Name: r.Name, Kind: r.Kind, Snapshot: r.Head}
 }
 
 // explain plans a window without reading data.
@@ -116,7 +139,8 @@ func (s *Server) explain(ctx context.Context, r *request) (*feed.Plan, error) {
 func planProto(p *feed.Plan) *sluicev1.Plan {
 	out := &sluicev1.Plan{Table: p.Table, FromSnapshot: p.From, ToSnapshot: p.To, Columns: p.Columns,
 		Identity: p.Identity, Filter: p.Filter, FilesRead: p.FilesRead, FilesSkipped: p.FilesSkipped, BytesRead: p.BytesRead,
-		RecordsRead: p.RecordsRead, Format: p.Format, Backend: verdictProto(p.Backend), Pairing: p.Pairing}
+		RecordsRead: p.RecordsRead, Format: p.Format, Backend: verdictProto(p.Backend), Pairing: p.Pairing,
+		Ref: refProto(p.Ref)}
 	for _, sp := range p.Snapshots {
 		ps := &sluicev1.SnapshotPlan{Snapshot: sp.ID, SequenceNumber: sp.SequenceNumber, CommitSeq: sp.CommitSeq,
 			TimestampMs: sp.TimestampMs, Operation: sp.Operation, Strategy: sp.Strategy, Reason: sp.Reason,
@@ -143,7 +167,7 @@ func verdictProto(v *feed.Verdict) *sluicev1.BackendVerdict {
 
 func statusProto(st feed.TableStatus) *sluicev1.CommitSeqResponse {
 	return &sluicev1.CommitSeqResponse{Table: st.Table, CommitSeq: st.CommitSeq, Snapshot: st.Snapshot,
-		TimestampMs: st.TimestampMs}
+		TimestampMs: st.TimestampMs, Ref: refProto(st.Ref)}
 }
 
 // watchCommits sends the table's commit position, then one position per

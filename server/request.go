@@ -36,6 +36,12 @@ func DecodeRequest(b []byte) (*sluicev1.ChangeRequest, error) {
 		if jsonErr == nil {
 			return req, nil
 		}
+		if named, ok := refsInJSON(b); ok {
+			req = &sluicev1.ChangeRequest{}
+			if protojson.Unmarshal(named, req) == nil {
+				return req, nil
+			}
+		}
 		// Binary protobuf can start with '{' too; accept it if it parses.
 		bin := &sluicev1.ChangeRequest{}
 		if proto.Unmarshal(b, bin) == nil && bin.GetTable() != "" {
@@ -102,6 +108,9 @@ func validate(req *sluicev1.ChangeRequest) (*request, error) {
 		Layout:          req.GetLayout(),
 		Backend:         req.GetBackend(),
 		Lineage:         req.GetLineage(),
+		Ref:             req.GetRef(),
+		FromRef:         req.GetFromRef(),
+		ToRef:           req.GetToRef(),
 	}
 	if !isStream(req) {
 		if err := checkSplit(req, &w); err != nil {
@@ -118,6 +127,14 @@ func validate(req *sluicev1.ChangeRequest) (*request, error) {
 	if r.consumer != "" {
 		if err := checkConsumer(r.consumer); err != nil {
 			return nil, err
+		}
+		if req.GetRef() != "" {
+			// Progress is acknowledged per table (AckRequest names no
+			// ref), on its main lineage: a cursor on a branch would be
+			// taken for one on main.
+			return nil, badRequestf("a durable consumer follows the table's main branch, and ref %s names "+
+				"another: follow the ref without a consumer (resume with from_snapshot), or leave ref out",
+				quoteName(req.GetRef()))
 		}
 	}
 	sr, err := feed.StreamRequest{Request: w, Follow: req.GetFollow(), Start: req.GetStart()}.Parse()
@@ -144,8 +161,8 @@ func (r *request) shape() feed.Request {
 func (r *request) names() []string { return wireNames(r.wire) }
 
 func wireNames(req *sluicev1.ChangeRequest) []string {
-	out := append([]string{req.GetTable(), req.GetConsumer(), req.GetStart(), req.GetCompression(), req.GetLayout()},
-		req.GetColumns()...)
+	out := append([]string{req.GetTable(), req.GetConsumer(), req.GetStart(), req.GetCompression(), req.GetLayout(),
+		req.GetRef(), req.GetFromRef(), req.GetToRef()}, req.GetColumns()...)
 	return append(out, req.GetIdentity()...)
 }
 
@@ -191,6 +208,7 @@ func pinnedTicket(req *sluicev1.ChangeRequest, p *feed.Plan, part *feed.Part) ([
 			FirstFile: uint32(part.FirstFile), EndFile: uint32(part.EndFile), FileCount: uint32(part.FileCount)}
 	}
 	pinned.FromTimestampMs, pinned.ToTimestampMs = nil, nil
+	pinned.FromRef, pinned.ToRef = "", ""
 	pinned.FromSnapshot, pinned.ToSnapshot = p.From, p.To
 	if p.To == nil {
 		// The table had no snapshot: pin the empty state, so that a commit

@@ -23,6 +23,40 @@ type CommitSeq struct {
 	// TimestampMs is the current snapshot's commit time, in milliseconds
 	// since the Unix epoch (0 without one).
 	TimestampMs int64
+	// Ref is the branch or tag whose head this is (CommitSeqOn); nil for
+	// the main branch of CommitSeq.
+	Ref *Ref
+}
+
+// Ref is a branch or tag of a table.
+type Ref struct {
+	// Name is the ref's name.
+	Name string
+	// Kind is "branch" or "tag".
+	Kind string
+	// Snapshot is the snapshot it points at (a branch's head, a tag's
+	// snapshot); nil for a branch without commits.
+	Snapshot *int64
+}
+
+// String returns the ref's description with its snapshot's id.
+func (r Ref) String() string {
+	return fmt.Sprintf("{Name:%s Kind:%s Snapshot:%s}", r.Name, r.Kind, optional(r.Snapshot))
+}
+
+func refOf(r *sluicev1.Ref) *Ref {
+	if r == nil {
+		return nil
+	}
+	return &Ref{Name: r.GetName(), Kind: r.GetKind(), Snapshot: copyInt64(r.Snapshot)}
+}
+
+// refString formats an optional ref: its fields, or <nil>.
+func refString(r *Ref) string {
+	if r == nil {
+		return "<nil>"
+	}
+	return r.String()
 }
 
 // TableInfo describes a table the caller may read.
@@ -130,6 +164,9 @@ type Plan struct {
 	// Pairing is how deleted and inserted rows of a snapshot pair into
 	// updates: "row-lineage", "identity" or "none".
 	Pairing string
+	// Ref is the branch or tag the window runs on; nil for the main
+	// branch of a request that named none.
+	Ref *Ref
 }
 
 // SnapshotPlan is how one snapshot of a window is read.
@@ -181,8 +218,8 @@ type FilePlan struct {
 // "{Table:demo.orders CommitSeq:7 Snapshot:3055729675574597004 TimestampMs:1767225600000}"
 // (Snapshot:<nil> for a table without snapshots).
 func (c CommitSeq) String() string {
-	return fmt.Sprintf("{Table:%s CommitSeq:%d Snapshot:%s TimestampMs:%d}", c.Table, c.CommitSeq,
-		optional(c.Snapshot), c.TimestampMs)
+	return fmt.Sprintf("{Table:%s CommitSeq:%d Snapshot:%s TimestampMs:%d Ref:%s}", c.Table, c.CommitSeq,
+		optional(c.Snapshot), c.TimestampMs, refString(c.Ref))
 }
 
 // String returns the table's description with its current snapshot id
@@ -203,9 +240,9 @@ func (s Snapshot) String() string {
 // absent) and its snapshots' plans.
 func (p Plan) String() string {
 	return fmt.Sprintf("{Table:%s FromSnapshot:%s ToSnapshot:%s Columns:%v Identity:%v Snapshots:%+v FilesRead:%d "+
-		"FilesSkipped:%d BytesRead:%d RecordsRead:%d Backend:%s Pairing:%s}", p.Table, optional(p.FromSnapshot),
+		"FilesSkipped:%d BytesRead:%d RecordsRead:%d Backend:%s Pairing:%s Ref:%s}", p.Table, optional(p.FromSnapshot),
 		optional(p.ToSnapshot), p.Columns, p.Identity, p.Snapshots, p.FilesRead, p.FilesSkipped, p.BytesRead,
-		p.RecordsRead, verdictString(p.Backend), p.Pairing)
+		p.RecordsRead, verdictString(p.Backend), p.Pairing, refString(p.Ref))
 }
 
 // verdictString formats an optional backend verdict: its fields, or <nil>.
@@ -227,12 +264,18 @@ func optional(p *int64) string {
 // CommitSeq returns the table's current commit position. It is cheap:
 // poll it to learn when a table has new commits.
 func (c *Client) CommitSeq(ctx context.Context, table string) (CommitSeq, error) {
-	resp, err := c.control.CommitSeq(ctx, &sluicev1.CommitSeqRequest{Table: table})
+	return c.CommitSeqOn(ctx, table, "")
+}
+
+// CommitSeqOn returns the commit position of the table's branch or tag
+// ref ("": the main branch): its head, and the ref.
+func (c *Client) CommitSeqOn(ctx context.Context, table, ref string) (CommitSeq, error) {
+	resp, err := c.control.CommitSeq(ctx, &sluicev1.CommitSeqRequest{Table: table, Ref: ref})
 	if err != nil {
 		return CommitSeq{}, callError(ctx, "CommitSeq", err)
 	}
 	return CommitSeq{Table: resp.GetTable(), CommitSeq: resp.GetCommitSeq(), Snapshot: copyInt64(resp.Snapshot),
-		TimestampMs: resp.GetTimestampMs()}, nil
+		TimestampMs: resp.GetTimestampMs(), Ref: refOf(resp.GetRef())}, nil
 }
 
 // ListTables returns the tables the caller may read.
@@ -251,7 +294,13 @@ func (c *Client) ListTables(ctx context.Context) ([]TableInfo, error) {
 
 // Snapshots returns the lineage of the table's main branch, oldest first.
 func (c *Client) Snapshots(ctx context.Context, table string) ([]Snapshot, error) {
-	resp, err := c.control.ListSnapshots(ctx, &sluicev1.ListSnapshotsRequest{Table: table})
+	return c.SnapshotsOn(ctx, table, "")
+}
+
+// SnapshotsOn returns the lineage of the table's branch or tag ref ("":
+// the main branch), oldest first.
+func (c *Client) SnapshotsOn(ctx context.Context, table, ref string) ([]Snapshot, error) {
+	resp, err := c.control.ListSnapshots(ctx, &sluicev1.ListSnapshotsRequest{Table: table, Ref: ref})
 	if err != nil {
 		return nil, callError(ctx, "Snapshots", err)
 	}
@@ -280,7 +329,8 @@ func (c *Client) Explain(ctx context.Context, req ChangeRequest) (*Plan, error) 
 	p := &Plan{Table: resp.GetTable(), FromSnapshot: copyInt64(resp.FromSnapshot), ToSnapshot: copyInt64(resp.ToSnapshot),
 		Columns: resp.GetColumns(), Identity: resp.GetIdentity(), Snapshots: make([]SnapshotPlan, 0, len(resp.GetSnapshots())),
 		FilesRead: resp.GetFilesRead(), FilesSkipped: resp.GetFilesSkipped(), BytesRead: resp.GetBytesRead(),
-		RecordsRead: resp.GetRecordsRead(), Backend: verdictOf(resp.GetBackend()), Pairing: resp.GetPairing()}
+		RecordsRead: resp.GetRecordsRead(), Backend: verdictOf(resp.GetBackend()), Pairing: resp.GetPairing(),
+		Ref: refOf(resp.GetRef())}
 	for _, sp := range resp.GetSnapshots() {
 		s := SnapshotPlan{Snapshot: sp.GetSnapshot(), SequenceNumber: sp.GetSequenceNumber(), CommitSeq: sp.GetCommitSeq(),
 			TimestampMs: sp.GetTimestampMs(), Operation: sp.GetOperation(), Strategy: sp.GetStrategy(),

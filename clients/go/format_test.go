@@ -24,9 +24,14 @@ func TestStringShowsIDs(t *testing.T) {
 		want string
 	}{
 		{"CommitSeq", sluice.CommitSeq{Table: "a.b", CommitSeq: 7, Snapshot: &id, TimestampMs: 1767225600000},
-			"{Table:a.b CommitSeq:7 Snapshot:3055729675574597004 TimestampMs:1767225600000}"},
+			"{Table:a.b CommitSeq:7 Snapshot:3055729675574597004 TimestampMs:1767225600000 Ref:<nil>}"},
+		{"CommitSeq on a branch", sluice.CommitSeq{Table: "a.b", CommitSeq: 7, Snapshot: &id,
+			Ref: &sluice.Ref{Name: "audit", Kind: "branch", Snapshot: &id}},
+			"{Table:a.b CommitSeq:7 Snapshot:3055729675574597004 TimestampMs:0 Ref:{Name:audit Kind:branch " +
+				"Snapshot:3055729675574597004}}"},
+		{"Ref of an empty branch", sluice.Ref{Name: "audit", Kind: "branch"}, "{Name:audit Kind:branch Snapshot:<nil>}"},
 		{"CommitSeq without snapshots", sluice.CommitSeq{Table: "a.b"},
-			"{Table:a.b CommitSeq:0 Snapshot:<nil> TimestampMs:0}"},
+			"{Table:a.b CommitSeq:0 Snapshot:<nil> TimestampMs:0 Ref:<nil>}"},
 		{"TableInfo", sluice.TableInfo{Name: "a.b", Format: "iceberg", FormatVersion: 2, CurrentSnapshot: &id, CommitSeq: 3},
 			"{Name:a.b Format:iceberg FormatVersion:2 CurrentSnapshot:3055729675574597004 CommitSeq:3 Backend:<nil>}"},
 		{"TableInfo through Spark", sluice.TableInfo{Name: "a.b", Format: "delta", Backend: &sluice.BackendVerdict{
@@ -45,10 +50,10 @@ func TestStringShowsIDs(t *testing.T) {
 			"{Table:a.b FromSnapshot:1 ToSnapshot:3055729675574597004 Columns:[id] Identity:[] " +
 				"Snapshots:[{Snapshot:3055729675574597004 SequenceNumber:0 CommitSeq:0 TimestampMs:0 Operation: " +
 				"Strategy:append Files:[{Path:f.parquet Content: Role: RecordCount:0 FileSizeBytes:0}] FilesSkipped:0 " +
-				"BytesRead:0 RecordsRead:0}] FilesRead:1 FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil> Pairing:}"},
+				"BytesRead:0 RecordsRead:0}] FilesRead:1 FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil> Pairing: Ref:<nil>}"},
 		{"Plan of the whole history", sluice.Plan{Table: "a.b"},
 			"{Table:a.b FromSnapshot:<nil> ToSnapshot:<nil> Columns:[] Identity:[] Snapshots:[] FilesRead:0 " +
-				"FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil> Pairing:}"},
+				"FilesSkipped:0 BytesRead:0 RecordsRead:0 Backend:<nil> Pairing: Ref:<nil>}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -61,6 +61,13 @@ type ChangeRequest struct {
 	// to a Spark Connect server: "native" or "spark"; "" (the default) is
 	// the table's verdict (TableInfo.Backend).
 	Backend string
+	// Ref is the branch or tag whose lineage the window runs on; "" (the
+	// default) is the main branch. An unknown ref is codes.NotFound.
+	Ref string
+	// FromRef and ToRef name the window's start and end by a tag (or a
+	// branch: its head when the server plans the window), instead of
+	// FromSnapshot and ToSnapshot.
+	FromRef, ToRef string
 	// MaxEndpoints asks Client.Endpoints to split the window into at most
 	// this many endpoints, to read in parallel (0 or 1: one). Changes reads
 	// them one after the other.
@@ -92,6 +99,11 @@ func (r ChangeRequest) proto(op string) (*sluicev1.ChangeRequest, error) {
 	if err := check("layout", r.Layout); err != nil {
 		return nil, err
 	}
+	for _, f := range [][2]string{{"ref", r.Ref}, {"from_ref", r.FromRef}, {"to_ref", r.ToRef}} {
+		if err := check(f[0], f[1]); err != nil {
+			return nil, err
+		}
+	}
 	for _, c := range r.Columns {
 		if err := check("column", c); err != nil {
 			return nil, err
@@ -117,6 +129,9 @@ func (r ChangeRequest) proto(op string) (*sluicev1.ChangeRequest, error) {
 		Layout:          r.Layout,
 		Backend:         r.Backend,
 		Lineage:         r.Lineage,
+		Ref:             r.Ref,
+		FromRef:         r.FromRef,
+		ToRef:           r.ToRef,
 		MaxEndpoints:    uint32(min(max(r.MaxEndpoints, 0), math.MaxUint32)),
 	}, nil
 }

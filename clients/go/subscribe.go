@@ -52,6 +52,11 @@ type SubscribeRequest struct {
 	FromSnapshot *int64
 	// FromTimestampMs is an explicit start (StartFromTimestamp).
 	FromTimestampMs *int64
+	// Ref is the branch whose lineage the stream follows; "" (the
+	// default) is the main branch. Not with Consumer (durable consumers
+	// follow the main branch), nor a tag (a tag does not move) unless
+	// NoFollow.
+	Ref string
 	// Columns, Filter, Identity, FoldUpdates, Compression and Layout are
 	// those of ChangeRequest.
 	Columns     []string
@@ -153,7 +158,7 @@ func (s *Subscription) open() (*ChangeReader, error) {
 	req := s.request()
 	cr := ChangeRequest{Table: req.Table, FromSnapshot: req.FromSnapshot, FromTimestampMs: req.FromTimestampMs,
 		Columns: req.Columns, Filter: req.Filter, Identity: req.Identity, FoldUpdates: req.FoldUpdates,
-		Compression: req.Compression, Layout: req.Layout}
+		Compression: req.Compression, Layout: req.Layout, Ref: req.Ref}
 	pr, err := cr.proto(op)
 	if err != nil {
 		return nil, err

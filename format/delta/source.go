@@ -267,6 +267,13 @@ func (t *deltaTable) History(head *int64) lake.History {
 
 func (t *deltaTable) HasCommit(id int64) bool { return id >= t.first && id <= t.versions.Latest }
 
+// Ref fails: a Delta table has one line of versions, and no branches or
+// tags (a version is named by its number or its time).
+func (t *deltaTable) Ref(_ context.Context, name string) (lake.Ref, lake.Table, error) {
+	return lake.Ref{}, nil, fmt.Errorf("%w: a Delta table has no branches or tags, so it has no ref %q: name a "+
+		"version by from_snapshot/to_snapshot or a time by from_timestamp_ms/to_timestamp_ms", lake.ErrNoRefs, name)
+}
+
 func (t *deltaTable) Schema(ctx context.Context, s *lake.Commit) (*lake.Schema, error) {
 	v := t.versions.Latest
 	if s != nil {

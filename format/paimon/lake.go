@@ -19,10 +19,13 @@ import (
 type Source struct {
 	tbl *Table
 
-	// mu guards schemas.
+	// mu guards schemas and branches.
 	mu sync.Mutex
 	// schemas are the engine's schemas, by Paimon schema id.
 	schemas map[int64]*lake.Schema
+	// branches are the sources of the table's branches read so far, by
+	// name.
+	branches map[string]*Source
 }
 
 // NewSource serves the Paimon table whose folder fsys is rooted at under
@@ -33,7 +36,29 @@ func NewSource(ctx context.Context, fsys fs.FS, name string, opts ...Option) (*S
 	if err != nil {
 		return nil, lakeError(name, err)
 	}
-	return &Source{tbl: t, schemas: map[int64]*lake.Schema{}}, nil
+	return &Source{tbl: t, schemas: map[int64]*lake.Schema{}, branches: map[string]*Source{}}, nil
+}
+
+// branch returns the source of the table's branch name, whose folder is
+// dir (branch/branch-NAME), named NAME$branch_BRANCH as Paimon names it.
+func (s *Source) branch(ctx context.Context, name, dir string) (*Source, error) {
+	s.mu.Lock()
+	b, ok := s.branches[name]
+	s.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := NewSource(ctx, branchFS{root: s.tbl.fsys, dir: dir}, s.tbl.name+"$branch_"+name, WithAllocator(s.tbl.mem))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.branches[name]; ok {
+		return prev, nil
+	}
+	s.branches[name] = b
+	return b, nil
 }
 
 // Table returns the Paimon table the source serves.

@@ -183,6 +183,7 @@ class Client:
         layout: Optional[str] = None,
         *,
         max_endpoints: Optional[int] = None,
+        ref: Optional[str] = None,
     ) -> flight.FlightInfo:
         """Plan a change window with GetFlightInfo and return the FlightInfo.
 
@@ -198,7 +199,7 @@ class Client:
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
                              net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout,
-                             max_endpoints=max_endpoints)
+                             max_endpoints=max_endpoints, ref=ref)
         descriptor = flight.FlightDescriptor.for_command(encode(req))
         return self._wire.call(lambda options: self._wire.flight.get_flight_info(descriptor, options=options))
 
@@ -274,6 +275,8 @@ class Client:
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
+        *,
+        ref: Optional[str] = None,
     ) -> Iterator[ChangeBatch]:
         """Stream a change window as :class:`ChangeBatch` objects.
 
@@ -290,7 +293,7 @@ class Client:
             SluiceError: on failure, also while iterating.
         """
         info = self.flight_info(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
+                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, ref=ref)
         return self._change_batches(info)
 
     def _change_batches(self, info: flight.FlightInfo) -> Iterator[ChangeBatch]:
@@ -318,6 +321,8 @@ class Client:
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
+        *,
+        ref: Optional[str] = None,
     ) -> pa.RecordBatchReader:
         """Read the row changes of a table over the window ``(from, to]``.
 
@@ -330,11 +335,11 @@ class Client:
 
         Args:
             table: ``"namespace.table"``.
-            from_snapshot: Exclusive start snapshot id; None: the start of
-                the table's history.
-            to_snapshot: Inclusive end snapshot id; None: the current
-                snapshot when the window is planned (later commits do not
-                leak into the read).
+            from_snapshot: Exclusive start snapshot id, or a tag name (a
+                ``str``); None: the start of the table's history.
+            to_snapshot: Inclusive end snapshot id, or a tag name; None: the
+                current snapshot when the window is planned (later commits
+                do not leak into the read).
             columns: Data columns of the images, in order; None: all.
             filter: SQL boolean expression over data columns, e.g.
                 ``"country = 'SE' AND amount > 10"``.
@@ -357,6 +362,9 @@ class Client:
                 ``_commit_version`` and ``_commit_timestamp``, as Delta's
                 change data feed and Spark's ``CHANGES`` return them (not
                 with ``fold_updates``).
+            ref: The branch or tag whose lineage the window runs on; None:
+                the main branch. An unknown ref raises
+                :class:`sluice.NotFound`.
 
         Returns:
             A ``pyarrow.RecordBatchReader``. A failure mid-stream raises a
@@ -370,7 +378,7 @@ class Client:
             SluiceError: The request was refused or could not be planned.
         """
         info = self.flight_info(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
+                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, ref=ref)
         batches = (data for data, _ in self._chunks(info) if data is not None)
         return pa.RecordBatchReader.from_batches(info.schema, batches)
 
@@ -388,6 +396,8 @@ class Client:
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
+        *,
+        ref: Optional[str] = None,
     ) -> pa.Table:
         """Read a whole change window into a ``pyarrow.Table``.
 
@@ -398,7 +408,7 @@ class Client:
         ``to_pandas()`` turns int64 ids under a null image into floats.
         """
         reader = self.changes(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                              net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
+                              net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, ref=ref)
         with translated():
             return reader.read_all()
 
@@ -416,6 +426,7 @@ class Client:
         from_timestamp_ms: Optional[int] = None,
         to_timestamp_ms: Optional[int] = None,
         layout: Optional[str] = None,
+        ref: Optional[str] = None,
     ) -> pa.Schema:
         """Return the output schema of a change request without reading data
         (GetSchema).
@@ -424,7 +435,7 @@ class Client:
         onto ``columns``. Arguments are those of :meth:`changes`.
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                             net_changes, from_timestamp_ms, to_timestamp_ms, layout=layout)
+                             net_changes, from_timestamp_ms, to_timestamp_ms, layout=layout, ref=ref)
         descriptor = flight.FlightDescriptor.for_command(encode(req))
         result = self._wire.call(lambda options: self._wire.flight.get_schema(descriptor, options=options))
         # A SchemaResult (pyarrow-stubs say a Schema).
@@ -433,8 +444,9 @@ class Client:
 
     # -- control ----------------------------------------------------------
 
-    def commit_seq(self, table: str) -> Dict[str, Any]:
-        """Return the table's commit position, cheap to poll for new commits.
+    def commit_seq(self, table: str, ref: Optional[str] = None) -> Dict[str, Any]:
+        """Return the table's commit position, cheap to poll for new commits
+        (with ``ref``: the head of that branch or tag, and ``"ref"``).
 
         Returns:
             ``{"table", "commit_seq", "snapshot", "timestamp_ms"}``:
@@ -442,17 +454,18 @@ class Client:
             table's main branch; ``snapshot`` is the current snapshot id
             (None for a table without snapshots).
         """
-        return self._action("commit_seq", {"table": _table(table)})
+        return self._action("commit_seq", _ref_body(table, ref))
 
-    def snapshots(self, table: str) -> List[Dict[str, Any]]:
-        """Return the lineage of the table's main branch, oldest first.
+    def snapshots(self, table: str, ref: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Return the lineage of the table's main branch (or of the branch
+        or tag ``ref``), oldest first.
 
         Returns:
             One dict per snapshot: ``snapshot``, ``parent`` (absent for the
             first), ``sequence_number``, ``commit_seq``, ``timestamp_ms``,
             ``operation``, ``summary``, ``schema_id``.
         """
-        result = self._action("list_snapshots", {"table": _table(table)})
+        result = self._action("list_snapshots", _ref_body(table, ref))
         return list(result.get("snapshots") or [])
 
     def list_tables(self) -> List[Dict[str, Any]]:
@@ -479,6 +492,8 @@ class Client:
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
+        *,
+        ref: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Plan a change window without reading data and return the plan.
 
@@ -491,7 +506,7 @@ class Client:
             ``strategy`` and the ``files`` it reads.
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                             net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout)
+                             net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, ref=ref)
         return self._action("explain", req)
 
     # -- following --------------------------------------------------------
@@ -514,6 +529,7 @@ class Client:
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
+        ref: Optional[str] = None,
     ) -> Subscription:
         """Follow a table's change feed: an iterator of :class:`FollowBatch`.
 
@@ -551,6 +567,9 @@ class Client:
             max_backoff: The longest wait between reconnects, in seconds.
                 Default :data:`sluice.DEFAULT_MAX_BACKOFF` (30, as the Go
                 client's and the server's own ``--max-backoff``).
+            ref: The branch whose lineage the stream follows (None: the main
+                branch); a tag only with ``follow=False``; not with
+                ``consumer`` (durable consumers follow the main branch).
 
         Raises:
             TypeError, InvalidArgument: bad arguments, before anything is
@@ -558,7 +577,7 @@ class Client:
             SluiceError: when the stream cannot start, and while iterating.
         """
         req = stream_request(table, consumer, start, follow, from_snapshot, from_timestamp_ms, columns, filter,
-                             identity, fold_updates, compression, layout)
+                             identity, fold_updates, compression, layout, ref)
         if not isinstance(max_backoff, (int, float)) or isinstance(max_backoff, bool) or max_backoff <= 0:
             raise TypeError("max_backoff must be a positive number of seconds")
         return Subscription(self, self._wire, req, heartbeats=heartbeats, reconnect=reconnect,
@@ -639,6 +658,18 @@ def _snapshot_id(snapshot: Any) -> int:
     if isinstance(snapshot, bool) or not isinstance(snapshot, int):
         raise TypeError(f"snapshot must be an int, not {type(snapshot).__name__}")
     return snapshot
+
+
+def _ref_body(table: Any, ref: Any) -> Dict[str, Any]:
+    """The body of commit_seq and list_snapshots: the table, and its ref
+    when one is named."""
+    body: Dict[str, Any] = {"table": _table(table)}
+    if ref is not None:
+        if not isinstance(ref, str):
+            raise TypeError(f"ref must be a str (a branch or tag name), not {type(ref).__name__}")
+        if ref:
+            body["ref"] = ref
+    return body
 
 
 def _table(table: Any) -> str:

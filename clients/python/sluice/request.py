@@ -62,6 +62,28 @@ def _names(name: str, value: Optional[Iterable[str]]) -> Optional[List[str]]:
     return names or None
 
 
+def _ref(name: str, value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str (a branch or tag name), not {type(value).__name__}")
+    if value != value.strip() or not value:
+        raise InvalidArgument(f"{name} {value!r}: a branch or tag name, without surrounding spaces")
+    return value
+
+
+def _snapshot_or_tag(name: str, value: Any) -> "tuple[Optional[str], Optional[str]]":
+    """A window end given as a snapshot id (int) or a tag name (str): its
+    int64 string and its ref, one of them None."""
+    if isinstance(value, str):
+        try:
+            int(value)
+        except ValueError:
+            return None, _ref(name, value)
+        raise TypeError(f"{name} {value!r}: give a snapshot id as an int (a str names a tag)")
+    return _int64(name, value), None
+
+
 def _bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
@@ -82,6 +104,8 @@ def change_request(
     compression: Optional[str] = None,
     layout: Optional[str] = None,
     max_endpoints: Optional[int] = None,
+    *,
+    ref: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Validate the arguments of a change request and return its JSON object.
 
@@ -94,21 +118,27 @@ def change_request(
         InvalidArgument: A value the server would refuse: an empty table,
             both ``from_snapshot`` and ``from_timestamp_ms``, an unknown
             compression, a duplicate column, ``max_endpoints`` below 1.
+
+    ``from_snapshot`` and ``to_snapshot`` may be a tag name (a ``str``),
+    sent as ``from_ref`` / ``to_ref``; ``ref`` names the branch or tag whose
+    lineage the window runs on.
     """
     if not isinstance(table, str):
         raise TypeError(f"table must be a str, not {type(table).__name__}")
     if not table.strip():
         raise InvalidArgument("table is required")
     req: Dict[str, Any] = {"table": table}
+    from_id, from_ref = _snapshot_or_tag("from_snapshot", from_snapshot)
+    to_id, to_ref = _snapshot_or_tag("to_snapshot", to_snapshot)
     fields = {
-        "from_snapshot": _int64("from_snapshot", from_snapshot),
+        "from_snapshot": from_id,
         "from_timestamp_ms": _int64("from_timestamp_ms", from_timestamp_ms),
-        "to_snapshot": _int64("to_snapshot", to_snapshot),
+        "to_snapshot": to_id,
         "to_timestamp_ms": _int64("to_timestamp_ms", to_timestamp_ms),
     }
-    if fields["from_snapshot"] is not None and fields["from_timestamp_ms"] is not None:
+    if from_snapshot is not None and fields["from_timestamp_ms"] is not None:
         raise InvalidArgument("give from_snapshot or from_timestamp_ms, not both")
-    if fields["to_snapshot"] is not None and fields["to_timestamp_ms"] is not None:
+    if to_snapshot is not None and fields["to_timestamp_ms"] is not None:
         raise InvalidArgument("give to_snapshot or to_timestamp_ms, not both")
     if from_timestamp_ms is not None and to_timestamp_ms is not None and from_timestamp_ms > to_timestamp_ms:
         raise InvalidArgument(f"from_timestamp_ms {from_timestamp_ms} is after to_timestamp_ms {to_timestamp_ms}")
@@ -152,6 +182,8 @@ def change_request(
             raise InvalidArgument(f"max_endpoints {max_endpoints}: want 1 or more")
         if max_endpoints > 1:
             req["max_endpoints"] = max_endpoints
+    refs = {"ref": _ref("ref", ref), "from_ref": from_ref, "to_ref": to_ref}
+    req.update((k, v) for k, v in refs.items() if v is not None)
     return req
 
 

@@ -52,11 +52,11 @@ def stream_request(table: str, consumer: Optional[str], start: Optional[str], fo
                    from_snapshot: Optional[int], from_timestamp_ms: Optional[int],
                    columns: Optional[Sequence[str]], filter: Optional[str], identity: Optional[Sequence[str]],
                    fold_updates: bool, compression: Optional[str],
-                   layout: Optional[str] = None) -> Dict[str, Any]:
+                   layout: Optional[str] = None, ref: Optional[str] = None) -> Dict[str, Any]:
     """Validate the arguments of a stream request and return its JSON
     object (see :meth:`Client.subscribe`)."""
     req = change_request(table, from_snapshot, None, columns, filter, identity, fold_updates, False,
-                         from_timestamp_ms, None, compression, layout)
+                         from_timestamp_ms, None, compression, layout, ref=ref)
     if not isinstance(follow, bool):
         raise TypeError(f"follow must be a bool, not {type(follow).__name__}")
     if start is not None:
@@ -241,6 +241,7 @@ class Subscription:
             # An explicit start wins over the consumer's progress, which
             # may lag behind what this subscription delivered.
             req.pop("from_timestamp_ms", None)
+            req.pop("from_ref", None)
             req["start"], snapshot = self._resume
             req["from_snapshot"] = str(snapshot)
         return req

@@ -130,3 +130,16 @@ def test_layout_is_sent_when_flat():
         change_request("a.b", layout="flat", fold_updates=True)
     with pytest.raises(TypeError, match="layout must be a str"):
         change_request("a.b", layout=1)
+
+
+def test_refs_and_tag_names():
+    assert change_request("a.b", ref="audit") == {"table": "a.b", "ref": "audit"}
+    assert change_request("a.b", from_snapshot="v1", to_snapshot=7, ref="audit") == {
+        "table": "a.b", "to_snapshot": "7", "ref": "audit", "from_ref": "v1"}
+    assert change_request("a.b", to_snapshot="v2") == {"table": "a.b", "to_ref": "v2"}
+    with pytest.raises(sluice.InvalidArgument):
+        change_request("a.b", from_snapshot="v1", from_timestamp_ms=5)
+    with pytest.raises(sluice.InvalidArgument):
+        change_request("a.b", ref=" audit")
+    with pytest.raises(TypeError):
+        change_request("a.b", ref=3)

@@ -133,7 +133,23 @@ type ChangeRequest struct {
 	// for a row written before the table kept lineage). Only for a table
 	// that keeps row lineage (else FAILED_PRECONDITION) and without a column
 	// of that name (else INVALID_ARGUMENT).
-	Lineage       bool `protobuf:"varint,19,opt,name=lineage,proto3" json:"lineage,omitempty"`
+	Lineage bool `protobuf:"varint,19,opt,name=lineage,proto3" json:"lineage,omitempty"`
+	// The branch or tag whose lineage the window or stream runs on (Iceberg
+	// metadata refs; a Paimon table's branches and tags). Empty: the main
+	// branch. The window's end must be on the ref's lineage; on a tag the
+	// lineage ends at the tagged snapshot, and follow is INVALID_ARGUMENT (a
+	// tag does not move). An unknown ref is NOT_FOUND; a ref of a Delta
+	// table, which has none, INVALID_ARGUMENT.
+	Ref string `protobuf:"bytes,21,opt,name=ref,proto3" json:"ref,omitempty"`
+	// Exclusive start of the window named by a tag (or a branch: its head
+	// when the window is planned), instead of from_snapshot. In JSON,
+	// "from_snapshot": "<name>" (a string that is not a number) means the
+	// same.
+	FromRef string `protobuf:"bytes,22,opt,name=from_ref,json=fromRef,proto3" json:"from_ref,omitempty"`
+	// Inclusive end of the window named by a tag (or a branch: its head when
+	// the window is planned), instead of to_snapshot. In JSON,
+	// "to_snapshot": "<name>" means the same.
+	ToRef         string `protobuf:"bytes,23,opt,name=to_ref,json=toRef,proto3" json:"to_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -301,6 +317,91 @@ func (x *ChangeRequest) GetLineage() bool {
 	return false
 }
 
+func (x *ChangeRequest) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
+func (x *ChangeRequest) GetFromRef() string {
+	if x != nil {
+		return x.FromRef
+	}
+	return ""
+}
+
+func (x *ChangeRequest) GetToRef() string {
+	if x != nil {
+		return x.ToRef
+	}
+	return ""
+}
+
+// Ref is a branch or tag of a table.
+type Ref struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "branch" or "tag".
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The snapshot it points at: a branch's head, a tag's snapshot; absent
+	// for a branch without commits.
+	Snapshot      *int64 `protobuf:"varint,3,opt,name=snapshot,proto3,oneof" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ref) Reset() {
+	*x = Ref{}
+	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ref) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ref) ProtoMessage() {}
+
+func (x *Ref) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ref.ProtoReflect.Descriptor instead.
+func (*Ref) Descriptor() ([]byte, []int) {
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Ref) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Ref) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Ref) GetSnapshot() int64 {
+	if x != nil && x.Snapshot != nil {
+		return *x.Snapshot
+	}
+	return 0
+}
+
 // WindowPart is one endpoint's share of a split window: the snapshots
 // first_snapshot..last_snapshot of the window's lineage (inclusive both),
 // or, when file_count is set, the appended data files
@@ -319,7 +420,7 @@ type WindowPart struct {
 
 func (x *WindowPart) Reset() {
 	*x = WindowPart{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +432,7 @@ func (x *WindowPart) String() string {
 func (*WindowPart) ProtoMessage() {}
 
 func (x *WindowPart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[1]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +445,7 @@ func (x *WindowPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowPart.ProtoReflect.Descriptor instead.
 func (*WindowPart) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{1}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *WindowPart) GetFirstSnapshot() int64 {
@@ -397,7 +498,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -409,7 +510,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[2]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -422,7 +523,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{2}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AckRequest) GetConsumer() string {
@@ -457,7 +558,7 @@ type ConsumerProgressRequest struct {
 
 func (x *ConsumerProgressRequest) Reset() {
 	*x = ConsumerProgressRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +570,7 @@ func (x *ConsumerProgressRequest) String() string {
 func (*ConsumerProgressRequest) ProtoMessage() {}
 
 func (x *ConsumerProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[3]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +583,7 @@ func (x *ConsumerProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerProgressRequest.ProtoReflect.Descriptor instead.
 func (*ConsumerProgressRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{3}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ConsumerProgressRequest) GetConsumer() string {
@@ -531,7 +632,7 @@ type ConsumerProgress struct {
 
 func (x *ConsumerProgress) Reset() {
 	*x = ConsumerProgress{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -543,7 +644,7 @@ func (x *ConsumerProgress) String() string {
 func (*ConsumerProgress) ProtoMessage() {}
 
 func (x *ConsumerProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[4]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -556,7 +657,7 @@ func (x *ConsumerProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerProgress.ProtoReflect.Descriptor instead.
 func (*ConsumerProgress) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{4}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ConsumerProgress) GetConsumer() string {
@@ -639,7 +740,7 @@ type ListConsumersRequest struct {
 
 func (x *ListConsumersRequest) Reset() {
 	*x = ListConsumersRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +752,7 @@ func (x *ListConsumersRequest) String() string {
 func (*ListConsumersRequest) ProtoMessage() {}
 
 func (x *ListConsumersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[5]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +765,7 @@ func (x *ListConsumersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConsumersRequest.ProtoReflect.Descriptor instead.
 func (*ListConsumersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{5}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListConsumersRequest) GetTable() string {
@@ -685,7 +786,7 @@ type ListConsumersResponse struct {
 
 func (x *ListConsumersResponse) Reset() {
 	*x = ListConsumersResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +798,7 @@ func (x *ListConsumersResponse) String() string {
 func (*ListConsumersResponse) ProtoMessage() {}
 
 func (x *ListConsumersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[6]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +811,7 @@ func (x *ListConsumersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConsumersResponse.ProtoReflect.Descriptor instead.
 func (*ListConsumersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{6}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListConsumersResponse) GetTable() string {
@@ -738,7 +839,7 @@ type ResetConsumerRequest struct {
 
 func (x *ResetConsumerRequest) Reset() {
 	*x = ResetConsumerRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +851,7 @@ func (x *ResetConsumerRequest) String() string {
 func (*ResetConsumerRequest) ProtoMessage() {}
 
 func (x *ResetConsumerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[7]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +864,7 @@ func (x *ResetConsumerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetConsumerRequest.ProtoReflect.Descriptor instead.
 func (*ResetConsumerRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{7}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResetConsumerRequest) GetConsumer() string {
@@ -792,7 +893,7 @@ type ResetConsumerResponse struct {
 
 func (x *ResetConsumerResponse) Reset() {
 	*x = ResetConsumerResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +905,7 @@ func (x *ResetConsumerResponse) String() string {
 func (*ResetConsumerResponse) ProtoMessage() {}
 
 func (x *ResetConsumerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[8]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +918,7 @@ func (x *ResetConsumerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetConsumerResponse.ProtoReflect.Descriptor instead.
 func (*ResetConsumerResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{8}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ResetConsumerResponse) GetConsumer() string {
@@ -851,7 +952,7 @@ type WatchCommitsRequest struct {
 
 func (x *WatchCommitsRequest) Reset() {
 	*x = WatchCommitsRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +964,7 @@ func (x *WatchCommitsRequest) String() string {
 func (*WatchCommitsRequest) ProtoMessage() {}
 
 func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[9]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +977,7 @@ func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsRequest.ProtoReflect.Descriptor instead.
 func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{9}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WatchCommitsRequest) GetTable() string {
@@ -888,15 +989,17 @@ func (x *WatchCommitsRequest) GetTable() string {
 
 // CommitSeqRequest names the table to poll.
 type CommitSeqRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// The branch or tag whose head to report; empty: the main branch.
+	Ref           string `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommitSeqRequest) Reset() {
 	*x = CommitSeqRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1011,7 @@ func (x *CommitSeqRequest) String() string {
 func (*CommitSeqRequest) ProtoMessage() {}
 
 func (x *CommitSeqRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[10]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,12 +1024,19 @@ func (x *CommitSeqRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitSeqRequest.ProtoReflect.Descriptor instead.
 func (*CommitSeqRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{10}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CommitSeqRequest) GetTable() string {
 	if x != nil {
 		return x.Table
+	}
+	return ""
+}
+
+func (x *CommitSeqRequest) GetRef() string {
+	if x != nil {
+		return x.Ref
 	}
 	return ""
 }
@@ -941,14 +1051,16 @@ type CommitSeqResponse struct {
 	// The current snapshot of the main branch; absent for an empty table.
 	Snapshot *int64 `protobuf:"varint,3,opt,name=snapshot,proto3,oneof" json:"snapshot,omitempty"`
 	// Commit time of the current snapshot, in milliseconds since the epoch.
-	TimestampMs   int64 `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	TimestampMs int64 `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	// The ref whose head this is, when the request named one.
+	Ref           *Ref `protobuf:"bytes,5,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommitSeqResponse) Reset() {
 	*x = CommitSeqResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1072,7 @@ func (x *CommitSeqResponse) String() string {
 func (*CommitSeqResponse) ProtoMessage() {}
 
 func (x *CommitSeqResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[11]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1085,7 @@ func (x *CommitSeqResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitSeqResponse.ProtoReflect.Descriptor instead.
 func (*CommitSeqResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{11}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CommitSeqResponse) GetTable() string {
@@ -1004,6 +1116,13 @@ func (x *CommitSeqResponse) GetTimestampMs() int64 {
 	return 0
 }
 
+func (x *CommitSeqResponse) GetRef() *Ref {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
 // ListTablesRequest has no fields yet.
 type ListTablesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1013,7 +1132,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1144,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[12]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1157,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{12}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{13}
 }
 
 // ListTablesResponse lists readable tables.
@@ -1051,7 +1170,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1182,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[13]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1195,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{13}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListTablesResponse) GetTables() []*TableInfo {
@@ -1107,7 +1226,7 @@ type TableInfo struct {
 
 func (x *TableInfo) Reset() {
 	*x = TableInfo{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1238,7 @@ func (x *TableInfo) String() string {
 func (*TableInfo) ProtoMessage() {}
 
 func (x *TableInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[14]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1251,7 @@ func (x *TableInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfo.ProtoReflect.Descriptor instead.
 func (*TableInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{14}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TableInfo) GetName() string {
@@ -1204,7 +1323,7 @@ type BackendVerdict struct {
 
 func (x *BackendVerdict) Reset() {
 	*x = BackendVerdict{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1335,7 @@ func (x *BackendVerdict) String() string {
 func (*BackendVerdict) ProtoMessage() {}
 
 func (x *BackendVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[15]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1348,7 @@ func (x *BackendVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendVerdict.ProtoReflect.Descriptor instead.
 func (*BackendVerdict) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{15}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BackendVerdict) GetBackend() string {
@@ -1290,15 +1409,17 @@ func (x *BackendVerdict) GetReason() string {
 
 // ListSnapshotsRequest names the table.
 type ListSnapshotsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// The branch or tag whose lineage to list; empty: the main branch.
+	Ref           string `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListSnapshotsRequest) Reset() {
 	*x = ListSnapshotsRequest{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1431,7 @@ func (x *ListSnapshotsRequest) String() string {
 func (*ListSnapshotsRequest) ProtoMessage() {}
 
 func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[16]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1444,7 @@ func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{16}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListSnapshotsRequest) GetTable() string {
@@ -1333,18 +1454,28 @@ func (x *ListSnapshotsRequest) GetTable() string {
 	return ""
 }
 
-// ListSnapshotsResponse is the main branch's lineage, oldest first.
+func (x *ListSnapshotsRequest) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
+// ListSnapshotsResponse is the lineage of the main branch (or of the
+// request's ref), oldest first.
 type ListSnapshotsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
-	Snapshots     []*SnapshotInfo        `protobuf:"bytes,2,rep,name=snapshots,proto3" json:"snapshots,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Table     string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Snapshots []*SnapshotInfo        `protobuf:"bytes,2,rep,name=snapshots,proto3" json:"snapshots,omitempty"`
+	// The ref whose lineage this is, when the request named one.
+	Ref           *Ref `protobuf:"bytes,3,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListSnapshotsResponse) Reset() {
 	*x = ListSnapshotsResponse{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1487,7 @@ func (x *ListSnapshotsResponse) String() string {
 func (*ListSnapshotsResponse) ProtoMessage() {}
 
 func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[17]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1500,7 @@ func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{17}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListSnapshotsResponse) GetTable() string {
@@ -1382,6 +1513,13 @@ func (x *ListSnapshotsResponse) GetTable() string {
 func (x *ListSnapshotsResponse) GetSnapshots() []*SnapshotInfo {
 	if x != nil {
 		return x.Snapshots
+	}
+	return nil
+}
+
+func (x *ListSnapshotsResponse) GetRef() *Ref {
+	if x != nil {
+		return x.Ref
 	}
 	return nil
 }
@@ -1404,7 +1542,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1554,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[18]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1567,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{18}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SnapshotInfo) GetSnapshot() int64 {
@@ -1518,14 +1656,16 @@ type Plan struct {
 	// "identity" (by the identity columns) or "none" (a changed row is a
 	// delete and an insert). A window whose snapshots differ reports the
 	// fallback; each snapshot's own is in its SnapshotPlan.
-	Pairing       string `protobuf:"bytes,14,opt,name=pairing,proto3" json:"pairing,omitempty"`
+	Pairing string `protobuf:"bytes,14,opt,name=pairing,proto3" json:"pairing,omitempty"`
+	// The branch or tag the window runs on, when the request named one.
+	Ref           *Ref `protobuf:"bytes,15,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1677,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[19]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1690,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{19}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Plan) GetTable() string {
@@ -1651,6 +1791,13 @@ func (x *Plan) GetPairing() string {
 	return ""
 }
 
+func (x *Plan) GetRef() *Ref {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
 // SnapshotPlan is the plan of one snapshot of the window.
 type SnapshotPlan struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1684,7 +1831,7 @@ type SnapshotPlan struct {
 
 func (x *SnapshotPlan) Reset() {
 	*x = SnapshotPlan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1843,7 @@ func (x *SnapshotPlan) String() string {
 func (*SnapshotPlan) ProtoMessage() {}
 
 func (x *SnapshotPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[20]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1856,7 @@ func (x *SnapshotPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPlan.ProtoReflect.Descriptor instead.
 func (*SnapshotPlan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{20}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SnapshotPlan) GetSnapshot() int64 {
@@ -1819,7 +1966,7 @@ type FilePlan struct {
 
 func (x *FilePlan) Reset() {
 	*x = FilePlan{}
-	mi := &file_sluice_v1_sluice_proto_msgTypes[21]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1831,7 +1978,7 @@ func (x *FilePlan) String() string {
 func (*FilePlan) ProtoMessage() {}
 
 func (x *FilePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_v1_sluice_proto_msgTypes[21]
+	mi := &file_sluice_v1_sluice_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1844,7 +1991,7 @@ func (x *FilePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilePlan.ProtoReflect.Descriptor instead.
 func (*FilePlan) Descriptor() ([]byte, []int) {
-	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{21}
+	return file_sluice_v1_sluice_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FilePlan) GetPath() string {
@@ -1886,7 +2033,7 @@ var File_sluice_v1_sluice_proto protoreflect.FileDescriptor
 
 const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\n" +
-	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\xb9\x05\n" +
+	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\xfd\x05\n" +
 	"\rChangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12/\n" +
@@ -1909,11 +2056,19 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\x04part\x18\x10 \x01(\v2\x15.sluice.v1.WindowPartR\x04part\x12\x16\n" +
 	"\x06layout\x18\x11 \x01(\tR\x06layout\x12\x18\n" +
 	"\abackend\x18\x12 \x01(\tR\abackend\x12\x18\n" +
-	"\alineage\x18\x13 \x01(\bR\alineageB\x10\n" +
+	"\alineage\x18\x13 \x01(\bR\alineage\x12\x10\n" +
+	"\x03ref\x18\x15 \x01(\tR\x03ref\x12\x19\n" +
+	"\bfrom_ref\x18\x16 \x01(\tR\afromRef\x12\x15\n" +
+	"\x06to_ref\x18\x17 \x01(\tR\x05toRefB\x10\n" +
 	"\x0e_from_snapshotB\x14\n" +
 	"\x12_from_timestamp_msB\x0e\n" +
 	"\f_to_snapshotB\x12\n" +
-	"\x10_to_timestamp_ms\"\xb1\x01\n" +
+	"\x10_to_timestamp_ms\"[\n" +
+	"\x03Ref\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1f\n" +
+	"\bsnapshot\x18\x03 \x01(\x03H\x00R\bsnapshot\x88\x01\x01B\v\n" +
+	"\t_snapshot\"\xb1\x01\n" +
 	"\n" +
 	"WindowPart\x12%\n" +
 	"\x0efirst_snapshot\x18\x01 \x01(\x03R\rfirstSnapshot\x12#\n" +
@@ -1958,15 +2113,17 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x18\n" +
 	"\aremoved\x18\x03 \x01(\bR\aremoved\"+\n" +
 	"\x13WatchCommitsRequest\x12\x14\n" +
-	"\x05table\x18\x01 \x01(\tR\x05table\"(\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\":\n" +
 	"\x10CommitSeqRequest\x12\x14\n" +
-	"\x05table\x18\x01 \x01(\tR\x05table\"\x99\x01\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
+	"\x03ref\x18\x02 \x01(\tR\x03ref\"\xbb\x01\n" +
 	"\x11CommitSeqResponse\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1d\n" +
 	"\n" +
 	"commit_seq\x18\x02 \x01(\x03R\tcommitSeq\x12\x1f\n" +
 	"\bsnapshot\x18\x03 \x01(\x03H\x00R\bsnapshot\x88\x01\x01\x12!\n" +
-	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMsB\v\n" +
+	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\x12 \n" +
+	"\x03ref\x18\x05 \x01(\v2\x0e.sluice.v1.RefR\x03refB\v\n" +
 	"\t_snapshot\"\x13\n" +
 	"\x11ListTablesRequest\"B\n" +
 	"\x12ListTablesResponse\x12,\n" +
@@ -1988,12 +2145,14 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\x0fnative_expected\x18\x05 \x01(\bR\x0enativeExpected\x12#\n" +
 	"\rnative_usable\x18\x06 \x01(\bR\fnativeUsable\x12\x1b\n" +
 	"\tfell_back\x18\a \x01(\bR\bfellBack\x12\x16\n" +
-	"\x06reason\x18\b \x01(\tR\x06reason\",\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\">\n" +
 	"\x14ListSnapshotsRequest\x12\x14\n" +
-	"\x05table\x18\x01 \x01(\tR\x05table\"d\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
+	"\x03ref\x18\x02 \x01(\tR\x03ref\"\x86\x01\n" +
 	"\x15ListSnapshotsResponse\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x125\n" +
-	"\tsnapshots\x18\x02 \x03(\v2\x17.sluice.v1.SnapshotInfoR\tsnapshots\"\xf4\x02\n" +
+	"\tsnapshots\x18\x02 \x03(\v2\x17.sluice.v1.SnapshotInfoR\tsnapshots\x12 \n" +
+	"\x03ref\x18\x03 \x01(\v2\x0e.sluice.v1.RefR\x03ref\"\xf4\x02\n" +
 	"\fSnapshotInfo\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\x03R\bsnapshot\x12\x1b\n" +
 	"\x06parent\x18\x02 \x01(\x03H\x00R\x06parent\x88\x01\x01\x12'\n" +
@@ -2007,7 +2166,7 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\fSummaryEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
-	"\a_parent\"\x80\x04\n" +
+	"\a_parent\"\xa2\x04\n" +
 	"\x04Plan\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12$\n" +
@@ -2026,7 +2185,8 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\x06filter\x18\v \x01(\tR\x06filter\x12\x16\n" +
 	"\x06format\x18\f \x01(\tR\x06format\x123\n" +
 	"\abackend\x18\r \x01(\v2\x19.sluice.v1.BackendVerdictR\abackend\x12\x18\n" +
-	"\apairing\x18\x0e \x01(\tR\apairingB\x10\n" +
+	"\apairing\x18\x0e \x01(\tR\apairing\x12 \n" +
+	"\x03ref\x18\x0f \x01(\v2\x0e.sluice.v1.RefR\x03refB\x10\n" +
 	"\x0e_from_snapshotB\x0e\n" +
 	"\f_to_snapshot\"\xba\x03\n" +
 	"\fSnapshotPlan\x12\x1a\n" +
@@ -2076,65 +2236,69 @@ func file_sluice_v1_sluice_proto_rawDescGZIP() []byte {
 	return file_sluice_v1_sluice_proto_rawDescData
 }
 
-var file_sluice_v1_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_sluice_v1_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_sluice_v1_sluice_proto_goTypes = []any{
 	(*ChangeRequest)(nil),           // 0: sluice.v1.ChangeRequest
-	(*WindowPart)(nil),              // 1: sluice.v1.WindowPart
-	(*AckRequest)(nil),              // 2: sluice.v1.AckRequest
-	(*ConsumerProgressRequest)(nil), // 3: sluice.v1.ConsumerProgressRequest
-	(*ConsumerProgress)(nil),        // 4: sluice.v1.ConsumerProgress
-	(*ListConsumersRequest)(nil),    // 5: sluice.v1.ListConsumersRequest
-	(*ListConsumersResponse)(nil),   // 6: sluice.v1.ListConsumersResponse
-	(*ResetConsumerRequest)(nil),    // 7: sluice.v1.ResetConsumerRequest
-	(*ResetConsumerResponse)(nil),   // 8: sluice.v1.ResetConsumerResponse
-	(*WatchCommitsRequest)(nil),     // 9: sluice.v1.WatchCommitsRequest
-	(*CommitSeqRequest)(nil),        // 10: sluice.v1.CommitSeqRequest
-	(*CommitSeqResponse)(nil),       // 11: sluice.v1.CommitSeqResponse
-	(*ListTablesRequest)(nil),       // 12: sluice.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),      // 13: sluice.v1.ListTablesResponse
-	(*TableInfo)(nil),               // 14: sluice.v1.TableInfo
-	(*BackendVerdict)(nil),          // 15: sluice.v1.BackendVerdict
-	(*ListSnapshotsRequest)(nil),    // 16: sluice.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),   // 17: sluice.v1.ListSnapshotsResponse
-	(*SnapshotInfo)(nil),            // 18: sluice.v1.SnapshotInfo
-	(*Plan)(nil),                    // 19: sluice.v1.Plan
-	(*SnapshotPlan)(nil),            // 20: sluice.v1.SnapshotPlan
-	(*FilePlan)(nil),                // 21: sluice.v1.FilePlan
-	nil,                             // 22: sluice.v1.SnapshotInfo.SummaryEntry
+	(*Ref)(nil),                     // 1: sluice.v1.Ref
+	(*WindowPart)(nil),              // 2: sluice.v1.WindowPart
+	(*AckRequest)(nil),              // 3: sluice.v1.AckRequest
+	(*ConsumerProgressRequest)(nil), // 4: sluice.v1.ConsumerProgressRequest
+	(*ConsumerProgress)(nil),        // 5: sluice.v1.ConsumerProgress
+	(*ListConsumersRequest)(nil),    // 6: sluice.v1.ListConsumersRequest
+	(*ListConsumersResponse)(nil),   // 7: sluice.v1.ListConsumersResponse
+	(*ResetConsumerRequest)(nil),    // 8: sluice.v1.ResetConsumerRequest
+	(*ResetConsumerResponse)(nil),   // 9: sluice.v1.ResetConsumerResponse
+	(*WatchCommitsRequest)(nil),     // 10: sluice.v1.WatchCommitsRequest
+	(*CommitSeqRequest)(nil),        // 11: sluice.v1.CommitSeqRequest
+	(*CommitSeqResponse)(nil),       // 12: sluice.v1.CommitSeqResponse
+	(*ListTablesRequest)(nil),       // 13: sluice.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),      // 14: sluice.v1.ListTablesResponse
+	(*TableInfo)(nil),               // 15: sluice.v1.TableInfo
+	(*BackendVerdict)(nil),          // 16: sluice.v1.BackendVerdict
+	(*ListSnapshotsRequest)(nil),    // 17: sluice.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 18: sluice.v1.ListSnapshotsResponse
+	(*SnapshotInfo)(nil),            // 19: sluice.v1.SnapshotInfo
+	(*Plan)(nil),                    // 20: sluice.v1.Plan
+	(*SnapshotPlan)(nil),            // 21: sluice.v1.SnapshotPlan
+	(*FilePlan)(nil),                // 22: sluice.v1.FilePlan
+	nil,                             // 23: sluice.v1.SnapshotInfo.SummaryEntry
 }
 var file_sluice_v1_sluice_proto_depIdxs = []int32{
-	1,  // 0: sluice.v1.ChangeRequest.part:type_name -> sluice.v1.WindowPart
-	4,  // 1: sluice.v1.ListConsumersResponse.consumers:type_name -> sluice.v1.ConsumerProgress
-	14, // 2: sluice.v1.ListTablesResponse.tables:type_name -> sluice.v1.TableInfo
-	15, // 3: sluice.v1.TableInfo.backend:type_name -> sluice.v1.BackendVerdict
-	18, // 4: sluice.v1.ListSnapshotsResponse.snapshots:type_name -> sluice.v1.SnapshotInfo
-	22, // 5: sluice.v1.SnapshotInfo.summary:type_name -> sluice.v1.SnapshotInfo.SummaryEntry
-	20, // 6: sluice.v1.Plan.snapshots:type_name -> sluice.v1.SnapshotPlan
-	15, // 7: sluice.v1.Plan.backend:type_name -> sluice.v1.BackendVerdict
-	21, // 8: sluice.v1.SnapshotPlan.files:type_name -> sluice.v1.FilePlan
-	10, // 9: sluice.v1.ControlService.CommitSeq:input_type -> sluice.v1.CommitSeqRequest
-	12, // 10: sluice.v1.ControlService.ListTables:input_type -> sluice.v1.ListTablesRequest
-	16, // 11: sluice.v1.ControlService.ListSnapshots:input_type -> sluice.v1.ListSnapshotsRequest
-	0,  // 12: sluice.v1.ControlService.Explain:input_type -> sluice.v1.ChangeRequest
-	2,  // 13: sluice.v1.ControlService.Ack:input_type -> sluice.v1.AckRequest
-	3,  // 14: sluice.v1.ControlService.GetConsumerProgress:input_type -> sluice.v1.ConsumerProgressRequest
-	5,  // 15: sluice.v1.ControlService.ListConsumers:input_type -> sluice.v1.ListConsumersRequest
-	7,  // 16: sluice.v1.ControlService.ResetConsumer:input_type -> sluice.v1.ResetConsumerRequest
-	9,  // 17: sluice.v1.ControlService.WatchCommits:input_type -> sluice.v1.WatchCommitsRequest
-	11, // 18: sluice.v1.ControlService.CommitSeq:output_type -> sluice.v1.CommitSeqResponse
-	13, // 19: sluice.v1.ControlService.ListTables:output_type -> sluice.v1.ListTablesResponse
-	17, // 20: sluice.v1.ControlService.ListSnapshots:output_type -> sluice.v1.ListSnapshotsResponse
-	19, // 21: sluice.v1.ControlService.Explain:output_type -> sluice.v1.Plan
-	4,  // 22: sluice.v1.ControlService.Ack:output_type -> sluice.v1.ConsumerProgress
-	4,  // 23: sluice.v1.ControlService.GetConsumerProgress:output_type -> sluice.v1.ConsumerProgress
-	6,  // 24: sluice.v1.ControlService.ListConsumers:output_type -> sluice.v1.ListConsumersResponse
-	8,  // 25: sluice.v1.ControlService.ResetConsumer:output_type -> sluice.v1.ResetConsumerResponse
-	11, // 26: sluice.v1.ControlService.WatchCommits:output_type -> sluice.v1.CommitSeqResponse
-	18, // [18:27] is the sub-list for method output_type
-	9,  // [9:18] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	2,  // 0: sluice.v1.ChangeRequest.part:type_name -> sluice.v1.WindowPart
+	5,  // 1: sluice.v1.ListConsumersResponse.consumers:type_name -> sluice.v1.ConsumerProgress
+	1,  // 2: sluice.v1.CommitSeqResponse.ref:type_name -> sluice.v1.Ref
+	15, // 3: sluice.v1.ListTablesResponse.tables:type_name -> sluice.v1.TableInfo
+	16, // 4: sluice.v1.TableInfo.backend:type_name -> sluice.v1.BackendVerdict
+	19, // 5: sluice.v1.ListSnapshotsResponse.snapshots:type_name -> sluice.v1.SnapshotInfo
+	1,  // 6: sluice.v1.ListSnapshotsResponse.ref:type_name -> sluice.v1.Ref
+	23, // 7: sluice.v1.SnapshotInfo.summary:type_name -> sluice.v1.SnapshotInfo.SummaryEntry
+	21, // 8: sluice.v1.Plan.snapshots:type_name -> sluice.v1.SnapshotPlan
+	16, // 9: sluice.v1.Plan.backend:type_name -> sluice.v1.BackendVerdict
+	1,  // 10: sluice.v1.Plan.ref:type_name -> sluice.v1.Ref
+	22, // 11: sluice.v1.SnapshotPlan.files:type_name -> sluice.v1.FilePlan
+	11, // 12: sluice.v1.ControlService.CommitSeq:input_type -> sluice.v1.CommitSeqRequest
+	13, // 13: sluice.v1.ControlService.ListTables:input_type -> sluice.v1.ListTablesRequest
+	17, // 14: sluice.v1.ControlService.ListSnapshots:input_type -> sluice.v1.ListSnapshotsRequest
+	0,  // 15: sluice.v1.ControlService.Explain:input_type -> sluice.v1.ChangeRequest
+	3,  // 16: sluice.v1.ControlService.Ack:input_type -> sluice.v1.AckRequest
+	4,  // 17: sluice.v1.ControlService.GetConsumerProgress:input_type -> sluice.v1.ConsumerProgressRequest
+	6,  // 18: sluice.v1.ControlService.ListConsumers:input_type -> sluice.v1.ListConsumersRequest
+	8,  // 19: sluice.v1.ControlService.ResetConsumer:input_type -> sluice.v1.ResetConsumerRequest
+	10, // 20: sluice.v1.ControlService.WatchCommits:input_type -> sluice.v1.WatchCommitsRequest
+	12, // 21: sluice.v1.ControlService.CommitSeq:output_type -> sluice.v1.CommitSeqResponse
+	14, // 22: sluice.v1.ControlService.ListTables:output_type -> sluice.v1.ListTablesResponse
+	18, // 23: sluice.v1.ControlService.ListSnapshots:output_type -> sluice.v1.ListSnapshotsResponse
+	20, // 24: sluice.v1.ControlService.Explain:output_type -> sluice.v1.Plan
+	5,  // 25: sluice.v1.ControlService.Ack:output_type -> sluice.v1.ConsumerProgress
+	5,  // 26: sluice.v1.ControlService.GetConsumerProgress:output_type -> sluice.v1.ConsumerProgress
+	7,  // 27: sluice.v1.ControlService.ListConsumers:output_type -> sluice.v1.ListConsumersResponse
+	9,  // 28: sluice.v1.ControlService.ResetConsumer:output_type -> sluice.v1.ResetConsumerResponse
+	12, // 29: sluice.v1.ControlService.WatchCommits:output_type -> sluice.v1.CommitSeqResponse
+	21, // [21:30] is the sub-list for method output_type
+	12, // [12:21] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_sluice_v1_sluice_proto_init() }
@@ -2143,17 +2307,18 @@ func file_sluice_v1_sluice_proto_init() {
 		return
 	}
 	file_sluice_v1_sluice_proto_msgTypes[0].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[11].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[14].OneofWrappers = []any{}
-	file_sluice_v1_sluice_proto_msgTypes[18].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[1].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[12].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[15].OneofWrappers = []any{}
 	file_sluice_v1_sluice_proto_msgTypes[19].OneofWrappers = []any{}
+	file_sluice_v1_sluice_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_v1_sluice_proto_rawDesc), len(file_sluice_v1_sluice_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -50,8 +50,8 @@ type ControlServiceClient interface {
 	CommitSeq(ctx context.Context, in *CommitSeqRequest, opts ...grpc.CallOption) (*CommitSeqResponse, error)
 	// ListTables returns the tables the caller may read.
 	ListTables(ctx context.Context, in *ListTablesRequest, opts ...grpc.CallOption) (*ListTablesResponse, error)
-	// ListSnapshots returns the lineage of the table's main branch, oldest
-	// first.
+	// ListSnapshots returns the lineage of the table's main branch (or of
+	// the request's branch or tag), oldest first.
 	ListSnapshots(ctx context.Context, in *ListSnapshotsRequest, opts ...grpc.CallOption) (*ListSnapshotsResponse, error)
 	// Explain plans a change window without reading data and returns the plan.
 	Explain(ctx context.Context, in *ChangeRequest, opts ...grpc.CallOption) (*Plan, error)
@@ -197,8 +197,8 @@ type ControlServiceServer interface {
 	CommitSeq(context.Context, *CommitSeqRequest) (*CommitSeqResponse, error)
 	// ListTables returns the tables the caller may read.
 	ListTables(context.Context, *ListTablesRequest) (*ListTablesResponse, error)
-	// ListSnapshots returns the lineage of the table's main branch, oldest
-	// first.
+	// ListSnapshots returns the lineage of the table's main branch (or of
+	// the request's branch or tag), oldest first.
 	ListSnapshots(context.Context, *ListSnapshotsRequest) (*ListSnapshotsResponse, error)
 	// Explain plans a change window without reading data and returns the plan.
 	Explain(context.Context, *ChangeRequest) (*Plan, error)
