@@ -149,6 +149,22 @@ func (bw *batchWriter) write(b feed.Batch, kind int) error {
 	return err
 }
 
+// writeGap sends the 0-row batch of a stream's gap (feed.StreamGap) with
+// its app_metadata: "resync": true, the lost snapshot as "snapshot",
+// "earliest_snapshot" and "current_snapshot". It does not release the
+// batch.
+func (bw *batchWriter) writeGap(b feed.Batch, g feed.Gap) error {
+	meta := appMetadataOf(b.Snapshot, false, b.Record.NumRows(), kindChanges)
+	meta = meta[:len(meta)-1]
+	meta = append(meta, `,"resync":true,"earliest_snapshot":`...)
+	meta = strconv.AppendInt(meta, g.Earliest, 10)
+	meta = append(meta, `,"current_snapshot":`...)
+	meta = strconv.AppendInt(meta, g.Current, 10)
+	bw.pw.appMeta = append(meta, '}')
+	defer func() { bw.pw.appMeta = nil }()
+	return bw.w.Write(b.Record)
+}
+
 // writeEncoded sends one batch encoded beforehand (shared with other
 // streams, see decodeCache) with this stream's app_metadata for it. The
 // schema goes first when the stream has sent nothing yet.
