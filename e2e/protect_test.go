@@ -171,10 +171,6 @@ func TestProtectConsumers(t *testing.T) {
 	})
 
 	t.Run("a bad on_gap", func(t *testing.T) {
-		_, err := readChanges(ctx, c, o.Columns, sluice.ChangeRequest{Table: table})
-		if err != nil {
-			t.Fatal(err)
-		}
 		sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: table, OnGap: "skip", NoFollow: true})
 		if err == nil {
 			for sub.Next() {
