@@ -42,7 +42,7 @@ func (s *Tables) Protector(maxRefAge time.Duration) *Protector {
 // catalog's local file or warehouse, the Paimon warehouse. Delta tables
 // are never written to.
 func (p *Protector) CheckWritable() error {
-	if err := p.tables.Catalog.CheckWritable(); err != nil {
+	if err := p.tables.CheckWritable(); err != nil {
 		return err
 	}
 	if p.tables.paimon != nil {
@@ -64,7 +64,7 @@ func (p *Protector) Protect(ctx context.Context, name, consumer string, snapshot
 	case t.delta != nil && t.delta.Has(name):
 		return ProtectLagWatch, nil
 	}
-	return ProtectTag, t.Catalog.SetTag(ctx, name, catalog.ConsumerTag(consumer), snapshot, p.maxRefAge)
+	return ProtectTag, t.SetTag(ctx, name, catalog.ConsumerTag(consumer), snapshot, p.maxRefAge)
 }
 
 // Release drops the consumer's protection on the table name (its tag or
@@ -77,7 +77,7 @@ func (p *Protector) Release(ctx context.Context, name, consumer string) error {
 	case t.delta != nil && t.delta.Has(name):
 		return nil
 	}
-	err := t.Catalog.DropTag(ctx, name, catalog.ConsumerTag(consumer))
+	err := t.DropTag(ctx, name, catalog.ConsumerTag(consumer))
 	if errors.Is(err, catalog.ErrTableNotFound) {
 		return nil // a dropped table keeps nothing
 	}
