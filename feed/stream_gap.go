@@ -86,6 +86,9 @@ func (s *streamer) gap(ctx context.Context, lost *int64, cause error) (position,
 	at := s.at
 	if lost != nil && at.ID != *lost {
 		at = Snapshot{ID: *lost}
+		if r := s.req.Resume; r != nil && r.Snapshot == *lost {
+			at.CommitSeq = r.CommitSeq // what the consumer's progress kept of it
+		}
 	}
 	ev := StreamEvent{Kind: StreamGap, Batch: Batch{Record: rec, Snapshot: at}, Cursor: s.at, Gap: &g}
 	if err := s.emit(ctx, ev); err != nil {
