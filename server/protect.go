@@ -28,14 +28,19 @@ type ConsumerGuard interface {
 var ErrNotProtecting = errclass.New(errclass.FailedPrecondition, "server: consumers are not protected")
 
 // putProtected records a checkpoint with its protection: an ack that asks
-// for it pins the snapshot first (a failure records nothing, and the ack
-// can be sent again); one that does not drops the pin the consumer's
-// previous ack made.
+// for it pins the snapshot first, once the caller is known to own the
+// consumer (a failure records nothing, and the ack can be sent again); one
+// that does not drops the pin the consumer's previous ack made.
 func (s *Server) putProtected(ctx context.Context, store ProgressStore, cp progress.Checkpoint) error {
 	if cp.Protected {
 		if s.guard == nil {
 			return fmt.Errorf("%w: ack with protect: this server does not protect consumers' snapshots from "+
 				"expiry (start flightd with --protect-consumers)", ErrNotProtecting)
+		}
+		// Only the consumer's owner moves its pin: claim it first (a no-op
+		// for its owner, ErrNotOwner for another principal).
+		if err := store.Claim(ctx, cp.Table, cp.Consumer, cp.Owner); err != nil {
+			return err
 		}
 		how, err := s.guard.Protect(ctx, cp.Table, cp.Consumer, cp.Snapshot)
 		if err != nil {

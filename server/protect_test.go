@@ -192,3 +192,23 @@ func TestWatchRetention(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestAckProtectOwner: another principal's ack with protect neither moves
+// the owner's pin nor records anything: PERMISSION_DENIED.
+func TestAckProtectOwner(t *testing.T) {
+	g := &fakeGuard{pins: map[string]int64{}}
+	var store server.ProgressStore
+	f := startWith(t, 2, 3, 0, nil, withPrincipals(t, nil, &store, "alice", "mallory"),
+		func(o *server.Options) { o.Guard = g })
+	key := tableName + "/svc"
+	if _, err := f.control.Ack(as("alice"), &sluicev1.AckRequest{Consumer: "svc", Table: tableName,
+		Snapshot: f.snapshots[0], Protect: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.control.Ack(as("mallory"), &sluicev1.AckRequest{Consumer: "svc", Table: tableName,
+		Snapshot: f.snapshots[1], Protect: true})
+	if status.Code(err) != codes.PermissionDenied || g.pins[key] != f.snapshots[0] {
+		t.Fatalf("another principal's protect: %v, pin at %d, want PERMISSION_DENIED and the pin at %d", err,
+			g.pins[key], f.snapshots[0])
+	}
+}
