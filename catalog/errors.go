@@ -22,4 +22,9 @@ var (
 	// ErrAmbiguous reports a table name that two sources serve (a Delta
 	// table and a table of the Iceberg catalog): neither is served under it.
 	ErrAmbiguous = errclass.New(errclass.FailedPrecondition, "catalog: table name served twice")
+	// ErrReadOnly reports a catalog or storage that refuses Sluice's
+	// writes (a consumer's tag or consumer file, see --protect-consumers).
+	ErrReadOnly = errclass.New(errclass.FailedPrecondition, "catalog: read only")
+	// ErrConflict reports a write that lost to a concurrent one.
+	ErrConflict = errclass.New(errclass.Unavailable, "catalog: concurrent commit")
 )

@@ -38,6 +38,12 @@ const (
 	// has no batch; its Cursor is where the stream stands once the read
 	// is whole.
 	StreamWindow
+	// StreamGap carries a 0-row batch that says the stream lost its place:
+	// the snapshot it would go on from has left the table's retained
+	// history (Gap says which, and the earliest snapshot a stream can
+	// start from now). With OnGapResync the current snapshot's full state
+	// follows; else the stream ends with ErrResyncRequired.
+	StreamGap
 )
 
 // String names the kind, for logs and tests.
@@ -53,6 +59,8 @@ func (k StreamEventKind) String() string {
 		return "heartbeat"
 	case StreamWindow:
 		return "window"
+	case StreamGap:
+		return "gap"
 	default:
 		return fmt.Sprintf("StreamEventKind(%d)", int(k))
 	}
@@ -81,6 +89,8 @@ type StreamEvent struct {
 	// planned full state (one of them is set).
 	Plan      *Plan
 	StatePlan *StatePlan
+	// Gap, on StreamGap, describes the gap.
+	Gap *Gap
 }
 
 // errStopped ends a stream whose consumer stopped taking events.
@@ -229,7 +239,9 @@ func (s *streamer) run(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return err
+		if pos, err = s.gap(ctx, s.lostAt(), err); err != nil {
+			return err
+		}
 	}
 	s.how = pos.how
 	if pos.state != nil {
@@ -242,7 +254,14 @@ func (s *streamer) run(ctx context.Context) error {
 	for {
 		next, err := s.pending(s.history())
 		if err != nil {
-			return err
+			// The cursor left the retained history under the stream.
+			if pos, err = s.gap(ctx, s.cursor, err); err != nil {
+				return err
+			}
+			if err := s.streamState(ctx, *pos.state); err != nil {
+				return err
+			}
+			continue
 		}
 		if notBefore != nil {
 			for len(next) > 0 && next[0].TimestampMs < *notBefore {

@@ -111,6 +111,12 @@ type StreamRequest struct {
 	// Retrying, when set, is told of each transient error a follow stream
 	// retries and how long it waits first.
 	Retrying func(err error, wait time.Duration)
+	// OnGap says what the stream does when the snapshot it would go on
+	// from has left the table's retained history (see StreamGap):
+	// OnGapFail ("", the default) ends the stream with ErrResyncRequired
+	// after the gap event, OnGapResync streams the full state at the
+	// current snapshot and goes on from it.
+	OnGap string
 	// YieldPlans makes the stream yield each window and full state it
 	// plans as a StreamWindow event, for the consumer to read, instead of
 	// reading it and yielding its batches (a server shares one read of a
@@ -163,6 +169,9 @@ func (r StreamRequest) Parse() (StreamRequest, error) {
 		return bad("give one of from_ref, from_snapshot and from_timestamp_ms")
 	case r.Start != "" && !slices.Contains(StartModes(), r.Start):
 		return bad("start %s: want %s", quoteName(r.Start), strings.Join(StartModes(), ", "))
+	case r.OnGap != OnGapFail && r.OnGap != OnGapResync:
+		return bad("on_gap %s: want %q (end the stream with FAILED_PRECONDITION) or %q", quoteName(r.OnGap),
+			OnGapFail, OnGapResync)
 	}
 	switch r.Start {
 	case StartFromSnapshot, StartFromSnapshotFull:

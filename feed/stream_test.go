@@ -242,8 +242,9 @@ func TestStreamExpiredStarts(t *testing.T) {
 			if !errors.Is(got.err, tt.want) || !strings.Contains(got.err.Error(), tt.msg) {
 				t.Fatalf("err %v, want %v saying %q", got.err, tt.want, tt.msg)
 			}
-			if len(got.kinds) != 0 {
-				t.Fatalf("events %v before the error", got.kinds)
+			// The explicit gap event, then the error (OnGap unset).
+			if fmt.Sprint(got.kinds) != "[started gap]" {
+				t.Fatalf("events %v before the error, want [started gap]", got.kinds)
 			}
 		})
 	}

@@ -38,6 +38,9 @@ type Checkpoint struct {
 	// owners were kept, which the next principal to claim or acknowledge it
 	// adopts.
 	Owner string
+	// Protected is set when the acknowledgement asked that the snapshot be
+	// kept from the table's expiry (see the server's --protect-consumers).
+	Protected bool
 }
 
 // Dialects of a Store.
@@ -143,6 +146,7 @@ const schema = `CREATE TABLE IF NOT EXISTS sluice_consumer_progress (
 	acked_at_ms  BIGINT NOT NULL,
 	owner        TEXT   NOT NULL DEFAULT '',
 	acked        INTEGER NOT NULL DEFAULT 1,
+	protected    INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (table_name, consumer)
 )`
 
@@ -165,6 +169,13 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := s.db.ExecContext(ctx,
 			`ALTER TABLE sluice_consumer_progress ADD COLUMN acked INTEGER NOT NULL DEFAULT 1`); err != nil {
 			return fmt.Errorf("add the acked column: %w", err)
+		}
+	}
+	// And before consumers were protected, the protected column.
+	if _, err := s.db.ExecContext(ctx, `SELECT protected FROM sluice_consumer_progress WHERE 1 = 0`); err != nil {
+		if _, err := s.db.ExecContext(ctx,
+			`ALTER TABLE sluice_consumer_progress ADD COLUMN protected INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return fmt.Errorf("add the protected column: %w", err)
 		}
 	}
 	return nil
@@ -199,13 +210,13 @@ func (s *Store) Put(ctx context.Context, c Checkpoint) error {
 		c.AckedAt = time.Now()
 	}
 	res, err := s.db.ExecContext(ctx, s.query(`INSERT INTO sluice_consumer_progress
-		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked, protected)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
 		ON CONFLICT (table_name, consumer) DO UPDATE SET snapshot_id = excluded.snapshot_id,
 		commit_seq = excluded.commit_seq, timestamp_ms = excluded.timestamp_ms, acked_at_ms = excluded.acked_at_ms,
-		owner = excluded.owner, acked = 1
+		owner = excluded.owner, acked = 1, protected = excluded.protected
 		WHERE sluice_consumer_progress.owner IN ('', excluded.owner)`),
-		c.Table, c.Consumer, c.Snapshot, c.CommitSeq, c.TimestampMs, c.AckedAt.UnixMilli(), c.Owner)
+		c.Table, c.Consumer, c.Snapshot, c.CommitSeq, c.TimestampMs, c.AckedAt.UnixMilli(), c.Owner, boolInt(c.Protected))
 	what := fmt.Sprintf("record the progress of consumer %q on table %s", c.Consumer, c.Table)
 	return s.owned(ctx, res, err, what, c.Table, c.Consumer, c.Owner)
 }
@@ -290,43 +301,67 @@ func notOwner(table, consumer, owner, principal string) error {
 // Get returns the consumer's checkpoint on the table, or an error wrapping
 // ErrNotFound.
 func (s *Store) Get(ctx context.Context, table, consumer string) (Checkpoint, error) {
-	row := s.db.QueryRowContext(ctx, s.query(`SELECT snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner
-		FROM sluice_consumer_progress WHERE table_name = ? AND consumer = ? AND acked = 1`), table, consumer)
+	row := s.db.QueryRowContext(ctx, s.query(`SELECT snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner,
+		protected FROM sluice_consumer_progress WHERE table_name = ? AND consumer = ? AND acked = 1`), table, consumer)
 	c := Checkpoint{Table: table, Consumer: consumer}
-	var acked int64
-	if err := row.Scan(&c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner); err != nil {
+	var acked, protected int64
+	if err := row.Scan(&c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner, &protected); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return Checkpoint{}, fmt.Errorf("%w: consumer %q has no progress on table %s", ErrNotFound, consumer, table)
 		}
 		return Checkpoint{}, s.fail(ctx, fmt.Sprintf("read the progress of consumer %q on table %s", consumer, table), err)
 	}
-	c.AckedAt = time.UnixMilli(acked)
+	c.AckedAt, c.Protected = time.UnixMilli(acked), protected != 0
 	return c, nil
 }
 
 // List returns the checkpoints of every consumer of the table, by consumer
 // id.
 func (s *Store) List(ctx context.Context, table string) ([]Checkpoint, error) {
-	rows, err := s.db.QueryContext(ctx, s.query(`SELECT consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms,
-		owner FROM sluice_consumer_progress WHERE table_name = ? AND acked = 1 ORDER BY consumer`), table)
+	return s.list(ctx, "list the consumers of table "+table, `SELECT table_name, consumer, snapshot_id, commit_seq,
+		timestamp_ms, acked_at_ms, owner, protected FROM sluice_consumer_progress WHERE table_name = ? AND acked = 1
+		ORDER BY consumer`, table)
+}
+
+// ListProtected returns the checkpoints of every protected consumer (see
+// Checkpoint.Protected) of every table, by table and consumer id.
+func (s *Store) ListProtected(ctx context.Context) ([]Checkpoint, error) {
+	return s.list(ctx, "list the protected consumers", `SELECT table_name, consumer, snapshot_id, commit_seq,
+		timestamp_ms, acked_at_ms, owner, protected FROM sluice_consumer_progress WHERE acked = 1 AND protected = 1
+		ORDER BY table_name, consumer`)
+}
+
+// list returns the checkpoints a query selects (what describes it for
+// errors).
+func (s *Store) list(ctx context.Context, what, q string, args ...any) ([]Checkpoint, error) {
+	rows, err := s.db.QueryContext(ctx, s.query(q), args...)
 	if err != nil {
-		return nil, s.fail(ctx, "list the consumers of table "+table, err)
+		return nil, s.fail(ctx, what, err)
 	}
 	defer rows.Close()
 	out := []Checkpoint{}
 	for rows.Next() {
-		c := Checkpoint{Table: table}
-		var acked int64
-		if err := rows.Scan(&c.Consumer, &c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner); err != nil {
-			return nil, s.fail(ctx, "list the consumers of table "+table, err)
+		var c Checkpoint
+		var acked, protected int64
+		if err := rows.Scan(&c.Table, &c.Consumer, &c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner,
+			&protected); err != nil {
+			return nil, s.fail(ctx, what, err)
 		}
-		c.AckedAt = time.UnixMilli(acked)
+		c.AckedAt, c.Protected = time.UnixMilli(acked), protected != 0
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, "list the consumers of table "+table, err)
+		return nil, s.fail(ctx, what, err)
 	}
 	return out, nil
+}
+
+// boolInt is a bool as the database's integer.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Delete forgets the consumer's progress (or claim) on the table, as

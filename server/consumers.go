@@ -40,19 +40,22 @@ type consumerInfo struct {
 	// reset the consumer ("" for progress recorded before owners were
 	// kept).
 	Owner string `json:"owner"`
+	// Protected is set when the last ack asked for protection.
+	Protected bool `json:"protected"`
 }
 
 func (c consumerInfo) proto() *sluicev1.ConsumerProgress {
 	return &sluicev1.ConsumerProgress{Consumer: c.Consumer, Table: c.Table, Snapshot: c.Snapshot, CommitSeq: c.CommitSeq,
 		TimestampMs: c.TimestampMs, AckedAtMs: c.AckedAtMs, LagCommits: c.LagCommits, LagMs: c.LagMs, Expired: c.Expired,
-		Owner: c.Owner}
+		Owner: c.Owner, Protected: c.Protected}
 }
 
 // withLag describes a checkpoint against the table's current lineage.
 func withLag(cp progress.Checkpoint, hist feed.History) consumerInfo {
 	lineage := hist.Snapshots
 	out := consumerInfo{Consumer: cp.Consumer, Table: cp.Table, Snapshot: cp.Snapshot, CommitSeq: cp.CommitSeq,
-		TimestampMs: cp.TimestampMs, AckedAtMs: cp.AckedAt.UnixMilli(), Owner: cp.Owner}
+		TimestampMs: cp.TimestampMs, AckedAtMs: cp.AckedAt.UnixMilli(), Owner: cp.Owner,
+		Protected: cp.Protected}
 	if len(lineage) == 0 {
 		out.Expired = true
 		return out
@@ -100,8 +103,8 @@ func (s *Server) ackChecked(ctx context.Context, b ackBody) (consumerInfo, error
 		return consumerInfo{}, err
 	}
 	cp := progress.Checkpoint{Table: b.Table, Consumer: b.Consumer, Snapshot: snapshot, CommitSeq: lineage[i].CommitSeq,
-		TimestampMs: lineage[i].TimestampMs, AckedAt: time.Now(), Owner: principalName(ctx)}
-	if err := store.Put(ctx, cp); err != nil { // the first ack claims the consumer
+		TimestampMs: lineage[i].TimestampMs, AckedAt: time.Now(), Owner: principalName(ctx), Protected: b.Protect}
+	if err := s.putProtected(ctx, store, cp); err != nil {
 		return consumerInfo{}, err
 	}
 	return withLag(cp, hist), nil
@@ -190,6 +193,9 @@ func (s *Server) resetConsumer(ctx context.Context, b consumerBody) (resetResult
 		return resetResult{}, clipNames(err, b.names()...)
 	}
 	removed, err := store.Delete(ctx, b.Table, b.Consumer, principalName(ctx))
+	if err == nil {
+		err = s.release(ctx, b.Table, b.Consumer)
+	}
 	return resetResult{Consumer: b.Consumer, Table: b.Table, Removed: removed}, clipNames(err, b.names()...)
 }
 
@@ -345,6 +351,8 @@ type ackBody struct {
 	Consumer string     `json:"consumer"`
 	Table    string     `json:"table"`
 	Snapshot *jsonInt64 `json:"snapshot"`
+	// Protect asks that the snapshot be kept from the table's expiry.
+	Protect bool `json:"protect"`
 }
 
 func (b ackBody) names() []string { return []string{b.Consumer, b.Table} }

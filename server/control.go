@@ -52,7 +52,8 @@ func (c *controlService) Explain(ctx context.Context, req *sluicev1.ChangeReques
 
 func (c *controlService) Ack(ctx context.Context, req *sluicev1.AckRequest) (*sluicev1.ConsumerProgress, error) {
 	snap := jsonInt64(req.GetSnapshot())
-	info, err := c.s.ack(ctx, ackBody{Consumer: req.GetConsumer(), Table: req.GetTable(), Snapshot: &snap})
+	info, err := c.s.ack(ctx, ackBody{Consumer: req.GetConsumer(), Table: req.GetTable(), Snapshot: &snap,
+		Protect: req.GetProtect()})
 	if err != nil {
 		return nil, c.s.fail(ctx, "Ack", err)
 	}

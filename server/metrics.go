@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"sync"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,12 @@ type Metrics struct {
 	// cacheHits, cacheMisses and cacheBytes are the decode cache's.
 	cacheHits, cacheMisses prometheus.Counter
 	cacheBytes             prometheus.Gauge
+	// retention is sluice_consumer_retention_left_seconds.
+	retention *prometheus.GaugeVec
+	// retentionMu guards retentionSeen: the consumers of the last
+	// retention check, by table and consumer.
+	retentionMu   sync.Mutex
+	retentionSeen map[string]prometheus.Labels
 }
 
 // NewMetrics creates the metrics, with the engine's totals (nil: none) and
@@ -47,9 +54,10 @@ func NewMetrics(engine *feed.Engine) *Metrics {
 			Help: "Reads of a window or full state that decoded it (one per fill of the decode cache)."}),
 		cacheBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_decode_cache_bytes",
 			Help: "Bytes of encoded batches the decode cache holds."}),
+		retention: newRetentionMetric(),
 	}
 	m.registry.MustRegister(m.grpc, m.rows, m.bytes, m.openStreams, m.planSeconds, m.cacheHits, m.cacheMisses,
-		m.cacheBytes,
+		m.cacheBytes, m.retention,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if engine != nil {
 		stat := func(name, help string, v func(feed.Stats) int64) {

@@ -74,6 +74,9 @@ var docSentinels = []struct {
 	{"feed.ErrUnreadable", feed.ErrUnreadable, "unreadable table file"},
 	{"feed.ErrSchemaChanged", feed.ErrSchemaChanged, "schema changed"},
 	{"catalog.ErrAmbiguous", catalog.ErrAmbiguous, "served twice"},
+	{"ErrNotProtecting", ErrNotProtecting, "consumers are not protected"},
+	{"catalog.ErrReadOnly", catalog.ErrReadOnly, "catalog: read only"},
+	{"catalog.ErrConflict", catalog.ErrConflict, "catalog or storage unreachable"},
 	{"storage.ErrBucketNotFound", storage.ErrBucketNotFound, "bucket not found"},
 	{"storage.ErrMisconfigured", storage.ErrMisconfigured, "storage settings that cannot work"},
 	{"storage.ErrAccessDenied", storage.ErrAccessDenied, "flightd's own keys"},
@@ -400,12 +403,16 @@ func TestProtocolDocAppMetadata(t *testing.T) {
 	rec := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 0)
 	defer rec.Release()
 	b := feed.Batch{Record: rec, Snapshot: feed.Snapshot{ID: 5, CommitSeq: 2, TimestampMs: 9}, SnapshotComplete: true}
-	kinds := map[string][]int{"every batch": {kindChanges, kindState, kindHeartbeat},
-		"full-state batches": {kindState}, "heartbeats": {kindHeartbeat}}
+	kinds := map[string][]int{"every batch": {kindChanges, kindState, kindHeartbeat, kindGap},
+		"full-state batches": {kindState}, "heartbeats": {kindHeartbeat}, "a gap": {kindGap}}
 	sent := map[int]map[string]any{}
 	for _, kind := range kinds["every batch"] {
 		m := map[string]any{}
-		if err := json.Unmarshal(appMetadata(b, kind), &m); err != nil {
+		meta := appMetadata(b, kind)
+		if kind == kindGap {
+			meta = gapMetadata(b, feed.Gap{Lost: 5, Earliest: 7, Current: 9})
+		}
+		if err := json.Unmarshal(meta, &m); err != nil {
 			t.Fatal(err)
 		}
 		sent[kind] = m

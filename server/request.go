@@ -113,6 +113,10 @@ func validate(req *sluicev1.ChangeRequest) (*request, error) {
 		ToRef:           req.GetToRef(),
 	}
 	if !isStream(req) {
+		if req.GetOnGap() != "" {
+			return nil, badRequestf("on_gap says what a stream does when its snapshot has expired; a window " +
+				"(no follow, start or consumer) that starts at an expired snapshot is FAILED_PRECONDITION: leave it out")
+		}
 		if err := checkSplit(req, &w); err != nil {
 			return nil, err
 		}
@@ -137,7 +141,8 @@ func validate(req *sluicev1.ChangeRequest) (*request, error) {
 				quoteName(req.GetRef()))
 		}
 	}
-	sr, err := feed.StreamRequest{Request: w, Follow: req.GetFollow(), Start: req.GetStart()}.Parse()
+	sr, err := feed.StreamRequest{Request: w, Follow: req.GetFollow(), Start: req.GetStart(),
+		OnGap: req.GetOnGap()}.Parse()
 	if err != nil {
 		return nil, err
 	}

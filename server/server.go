@@ -62,6 +62,10 @@ type Options struct {
 	// Zero: no cache, every stream reads for itself (flightd's default is
 	// DefaultDecodeCacheBytes).
 	DecodeCacheBytes int64
+	// Guard, when set, protects the snapshots of consumers whose acks ask
+	// for it from the tables' expiry (--protect-consumers). Nil: an ack
+	// that asks is FAILED_PRECONDITION.
+	Guard ConsumerGuard
 	// DecodeCacheTTL is how long a read's batches are served to new readers
 	// once the read has ended. Default DefaultDecodeCacheTTL.
 	DecodeCacheTTL time.Duration
@@ -80,6 +84,7 @@ type ProgressStore interface {
 	Delete(ctx context.Context, table, consumer, principal string) (bool, error)
 	Claim(ctx context.Context, table, consumer, principal string) error
 	Assign(ctx context.Context, table, consumer, principal string) error
+	ListProtected(ctx context.Context) ([]progress.Checkpoint, error)
 }
 
 // Server is the Flight service and the ControlService over one engine.
@@ -102,6 +107,8 @@ type Server struct {
 	replicas Replicas
 	// cache is the decode cache (nil: off).
 	cache *decodeCache
+	// guard protects consumers' snapshots (nil: off).
+	guard ConsumerGuard
 }
 
 // New returns a server over the engine.
@@ -115,7 +122,8 @@ func New(engine *feed.Engine, opts Options) *Server {
 	shutdown, stop := context.WithCancel(context.Background())
 	s := &Server{engine: engine, authz: opts.Authorizer, mem: opts.Allocator, log: opts.Logger,
 		progress: opts.Progress, follow: opts.Follow.WithDefaults(), shutdown: shutdown, stopFollowed: stop,
-		authn: opts.Authenticator, limits: newLimiter(opts.Limits), metrics: opts.Metrics, replicas: opts.Replicas}
+		authn: opts.Authenticator, limits: newLimiter(opts.Limits), metrics: opts.Metrics, replicas: opts.Replicas,
+		guard: opts.Guard}
 	if opts.DecodeCacheBytes > 0 {
 		s.cache = newDecodeCache(opts.DecodeCacheBytes, opts.DecodeCacheTTL, opts.Metrics)
 	}

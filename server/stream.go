@@ -56,6 +56,17 @@ func (s *Server) serveStream(ctx context.Context, r *request, stream flight.Data
 				kind = kindState
 			case feed.StreamHeartbeat:
 				kind, heartbeats = kindHeartbeat, heartbeats+1
+			case feed.StreamGap:
+				g := ev.Gap
+				s.log.WarnContext(ctx, "stream: resync required, the snapshot to go on from has expired",
+					"table", clipName(table), "consumer", r.consumer, "lost", g.Lost, "earliest", g.Earliest,
+					"on_gap", sr.OnGap)
+				err := w.writeGap(ev.Batch, *g)
+				ev.Batch.Record.Release()
+				if err != nil {
+					return err
+				}
+				continue
 			case feed.StreamWindow:
 				var rd sharedRead
 				if ev.Plan != nil {

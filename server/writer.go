@@ -134,6 +134,10 @@ const (
 	// kindHeartbeat: a 0-row batch that says a follow stream is alive and
 	// where it is ("heartbeat": true, snapshot_complete false).
 	kindHeartbeat
+	// kindGap: the 0-row batch of a stream that lost its place
+	// ("resync": true, with the earliest and current snapshots; see
+	// gapMetadata).
+	kindGap
 )
 
 // write sends one batch of the given kind with its app_metadata. It does
@@ -147,6 +151,27 @@ func (bw *batchWriter) write(b feed.Batch, kind int) error {
 		bw.metrics.streamed(bw.table, b.Record.NumRows(), bw.pw.bytes-before)
 	}
 	return err
+}
+
+// writeGap sends the 0-row batch of a stream's gap (feed.StreamGap) with
+// its app_metadata: "resync": true, the lost snapshot as "snapshot",
+// "earliest_snapshot" and "current_snapshot". It does not release the
+// batch.
+func (bw *batchWriter) writeGap(b feed.Batch, g feed.Gap) error {
+	bw.pw.appMeta = gapMetadata(b, g)
+	defer func() { bw.pw.appMeta = nil }()
+	return bw.w.Write(b.Record)
+}
+
+// gapMetadata renders the app_metadata of a gap's batch.
+func gapMetadata(b feed.Batch, g feed.Gap) []byte {
+	meta := appMetadataOf(b.Snapshot, false, b.Record.NumRows(), kindGap)
+	meta = meta[:len(meta)-1]
+	meta = append(meta, `,"earliest_snapshot":`...)
+	meta = strconv.AppendInt(meta, g.Earliest, 10)
+	meta = append(meta, `,"current_snapshot":`...)
+	meta = strconv.AppendInt(meta, g.Current, 10)
+	return append(meta, '}')
 }
 
 // writeEncoded sends one batch encoded beforehand (shared with other
@@ -229,6 +254,8 @@ func appMetadataOf(snap feed.Snapshot, complete bool, rows int64, kind int) []by
 		buf = append(buf, `,"full_state":true`...)
 	case kindHeartbeat:
 		buf = append(buf, `,"heartbeat":true`...)
+	case kindGap:
+		buf = append(buf, `,"resync":true`...)
 	}
 	return append(buf, '}')
 }

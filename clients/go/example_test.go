@@ -142,8 +142,8 @@ func ExampleCommitSeq_String() {
 	fmt.Println(sluice.CommitSeq{Table: "demo.orders", CommitSeq: 7, Snapshot: &snap, TimestampMs: 1767225600000})
 	fmt.Printf("%v\n", sluice.CommitSeq{Table: "demo.empty"})
 	// Output:
-	// {Table:demo.orders CommitSeq:7 Snapshot:3055729675574597004 TimestampMs:1767225600000}
-	// {Table:demo.empty CommitSeq:0 Snapshot:<nil> TimestampMs:0}
+	// {Table:demo.orders CommitSeq:7 Snapshot:3055729675574597004 TimestampMs:1767225600000 Ref:<nil>}
+	// {Table:demo.empty CommitSeq:0 Snapshot:<nil> TimestampMs:0 Ref:<nil>}
 }
 
 // This example shows how the server would read a window, without reading

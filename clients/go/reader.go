@@ -97,6 +97,16 @@ type BatchMeta struct {
 	// latest-full and from-snapshot-full): the live rows of Snapshot, as
 	// inserts.
 	FullState bool
+	// Resync is true on the 0-row batch that starts a stream which lost
+	// its place: the snapshot it would go on from (Snapshot; -1 for the
+	// start of the history) has left the table's retained history. With
+	// SubscribeRequest.OnGap OnGapResync the full state at CurrentSnapshot
+	// follows; else the stream ends with codes.FailedPrecondition.
+	Resync bool
+	// EarliestSnapshot, on a Resync batch, is the earliest snapshot a
+	// stream can start from now; CurrentSnapshot the table's current one.
+	EarliestSnapshot int64
+	CurrentSnapshot  int64
 }
 
 // ChangeBatch is one record batch of change rows, all made by one
@@ -368,6 +378,9 @@ type wireMeta struct {
 	Rows             *int64 `json:"rows"`
 	Heartbeat        bool   `json:"heartbeat"`
 	FullState        bool   `json:"full_state"`
+	Resync           bool   `json:"resync"`
+	EarliestSnapshot int64  `json:"earliest_snapshot"`
+	CurrentSnapshot  int64  `json:"current_snapshot"`
 }
 
 // parseMeta parses a batch's app_metadata and checks it against the
@@ -387,5 +400,6 @@ func parseMeta(b []byte, rows int64) (BatchMeta, error) {
 		return BatchMeta{}, protocolError("app_metadata %q announces %d rows, but the batch has %d", b, *w.Rows, rows)
 	}
 	return BatchMeta{Snapshot: *w.Snapshot, CommitSeq: *w.CommitSeq, SnapshotComplete: *w.SnapshotComplete,
-		TimestampMs: w.TimestampMs, Rows: rows, Heartbeat: w.Heartbeat, FullState: w.FullState}, nil
+		TimestampMs: w.TimestampMs, Rows: rows, Heartbeat: w.Heartbeat, FullState: w.FullState,
+		Resync: w.Resync, EarliestSnapshot: w.EarliestSnapshot, CurrentSnapshot: w.CurrentSnapshot}, nil
 }

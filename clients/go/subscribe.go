@@ -65,6 +65,15 @@ type SubscribeRequest struct {
 	FoldUpdates bool
 	Compression string
 	Layout      string
+	// OnGap says what the stream does when the snapshot it would go on from
+	// (the consumer's acknowledged one, FromSnapshot, or where it stood)
+	// has expired: it always starts with a Resync batch; then OnGapResync
+	// streams the full state at the current snapshot and goes on, and ""
+	// ends the stream with codes.FailedPrecondition.
+	OnGap string
+	// Protect makes Subscription.Ack ask the server to keep the
+	// acknowledged snapshot from the table's expiry (see WithProtect).
+	Protect bool
 	// NoFollow ends the stream once it has caught up with the snapshot
 	// current when it started.
 	NoFollow bool
@@ -163,7 +172,7 @@ func (s *Subscription) open() (*ChangeReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr.Follow, pr.Start, pr.Consumer = !req.NoFollow, req.Start, req.Consumer
+	pr.Follow, pr.Start, pr.Consumer, pr.OnGap = !req.NoFollow, req.Start, req.Consumer, req.OnGap
 	if req.NoFollow && req.Start == "" && req.Consumer == "" {
 		pr.Start = StartLatestFull
 	}
@@ -366,7 +375,11 @@ func (s *Subscription) Ack(ctx context.Context) (ConsumerProgress, error) {
 func (s *Subscription) ack(ctx context.Context, snapshot int64) (ConsumerProgress, error) {
 	backoff := firstBackoff
 	for {
-		p, err := s.c.Ack(ctx, s.req.Consumer, s.req.Table, snapshot)
+		var opts []AckOption
+		if s.req.Protect {
+			opts = append(opts, WithProtect())
+		}
+		p, err := s.c.Ack(ctx, s.req.Consumer, s.req.Table, snapshot, opts...)
 		if err == nil || !s.req.Reconnect || Code(err) != codes.Unavailable || ctx.Err() != nil {
 			return p, err
 		}
@@ -439,19 +452,28 @@ type ConsumerProgress struct {
 	// consumer on the table): another's Ack or ResetConsumer fails with
 	// codes.PermissionDenied.
 	Owner string
+	// Protected is true when the last ack asked that the snapshot be kept
+	// from the table's expiry (WithProtect).
+	Protected bool
 }
 
 func progressOf(p *sluicev1.ConsumerProgress) ConsumerProgress {
 	return ConsumerProgress{Consumer: p.GetConsumer(), Table: p.GetTable(), Snapshot: p.GetSnapshot(),
 		CommitSeq: p.GetCommitSeq(), TimestampMs: p.GetTimestampMs(), AckedAtMs: p.GetAckedAtMs(),
-		LagCommits: p.GetLagCommits(), LagMs: p.GetLagMs(), Expired: p.GetExpired(), Owner: p.GetOwner()}
+		LagCommits: p.GetLagCommits(), LagMs: p.GetLagMs(), Expired: p.GetExpired(), Owner: p.GetOwner(),
+		Protected: p.GetProtected()}
 }
 
 // Ack records, durably, that consumer has processed every change of table
 // up to and including snapshot, which must be on the table's lineage
 // (codes.InvalidArgument otherwise).
-func (c *Client) Ack(ctx context.Context, consumer, table string, snapshot int64) (ConsumerProgress, error) {
-	resp, err := c.control.Ack(ctx, &sluicev1.AckRequest{Consumer: consumer, Table: table, Snapshot: snapshot})
+func (c *Client) Ack(ctx context.Context, consumer, table string, snapshot int64, opts ...AckOption) (ConsumerProgress,
+	error) {
+	req := &sluicev1.AckRequest{Consumer: consumer, Table: table, Snapshot: snapshot}
+	for _, o := range opts {
+		o(req)
+	}
+	resp, err := c.control.Ack(ctx, req)
 	if err != nil {
 		return ConsumerProgress{}, callError(ctx, "Ack", err)
 	}
@@ -515,4 +537,21 @@ func (c *Client) WatchCommits(ctx context.Context, table string) iter.Seq2[Commi
 			}
 		}
 	}
+}
+
+// OnGapResync is SubscribeRequest.OnGap's value that streams the full
+// state at the current snapshot after a Resync batch.
+const OnGapResync = "resync"
+
+// AckOption tunes an Ack.
+type AckOption func(*sluicev1.AckRequest)
+
+// WithProtect asks the server to keep the acknowledged snapshot from the
+// table's expiry until the consumer's next ack (on a server started with
+// --protect-consumers; codes.FailedPrecondition on another): an Iceberg
+// table's tag sluice-consumer-<consumer>, a Paimon table's consumer file,
+// a Delta table's lag watched against its retention. An Ack without it
+// drops the protection, as does ResetConsumer.
+func WithProtect() AckOption {
+	return func(r *sluicev1.AckRequest) { r.Protect = true }
 }

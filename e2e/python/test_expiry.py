@@ -1,7 +1,8 @@
 """History expired by pyiceberg is detected: every window or stream that
 would start before the retained history is FailedPrecondition "resync
 required", never NotFound and never a silent jump to the oldest kept
-snapshot.
+snapshot. A stream says so first with a 0-row resync batch, and with
+on_gap="resync" streams the current full state instead of failing.
 
 pyiceberg 0.12's expire_snapshots() drops parent-snapshot-id from the
 oldest snapshot it keeps, so the parent link alone no longer tells that
@@ -77,6 +78,21 @@ def test_pyiceberg_expiry_is_resync_required(expired_table, start_flightd):
         with pytest.raises(sluice.FailedPrecondition, match="resync required"):
             for _ in sc.subscribe("py.events", start="from-timestamp", from_timestamp_ms=1, follow=False):
                 pass
+        seen = []
         with pytest.raises(sluice.FailedPrecondition, match="resync required"):
-            for _ in sc.subscribe("py.events", start="from-snapshot", from_snapshot=expired[0], follow=False):
-                pass
+            for b in sc.subscribe("py.events", start="from-snapshot", from_snapshot=expired[0], follow=False):
+                seen.append(b)
+        # The explicit gap event came first: a 0-row resync batch naming
+        # the lost snapshot and where a stream can start now.
+        assert [b.resync for b in seen] == [True] and seen[0].num_rows == 0, seen
+        assert seen[0].snapshot == expired[0] and seen[0].current_snapshot == tbl.current_snapshot().snapshot_id
+
+        # on_gap="resync": the event, then the current full state (as
+        # pyiceberg scans it), and the stream goes on.
+        batches = list(sc.subscribe("py.events", start="from-snapshot", from_snapshot=expired[0], follow=False,
+                                    on_gap="resync"))
+        assert batches[0].resync and all(b.full_state for b in batches[1:]) and batches[-1].snapshot_complete
+        ids = sorted(r["id"] for b in batches[1:] for r in b.batch.column("after").to_pylist())
+        assert ids == sorted(tbl.scan().to_arrow().column("id").to_pylist())
+        with pytest.raises(sluice.InvalidArgument, match="on_gap"):
+            sc.subscribe("py.events", follow=False, on_gap="skip")

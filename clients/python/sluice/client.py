@@ -530,6 +530,8 @@ class Client:
         compression: Optional[str] = None,
         layout: Optional[str] = None,
         ref: Optional[str] = None,
+        on_gap: Optional[str] = None,
+        protect: bool = False,
     ) -> Subscription:
         """Follow a table's change feed: an iterator of :class:`FollowBatch`.
 
@@ -570,6 +572,14 @@ class Client:
             ref: The branch whose lineage the stream follows (None: the main
                 branch); a tag only with ``follow=False``; not with
                 ``consumer`` (durable consumers follow the main branch).
+            on_gap: What the stream does when the snapshot it would go on
+                from has expired: it always starts with a 0-row batch whose
+                :attr:`FollowBatch.resync` is true; then ``"resync"``
+                streams the full state at the current snapshot and goes on,
+                and None ends the stream with :class:`FailedPrecondition`.
+            protect: Acks of the subscription's batches ask the server to
+                keep the acknowledged snapshot from the table's expiry (see
+                :meth:`ack`).
 
         Raises:
             TypeError, InvalidArgument: bad arguments, before anything is
@@ -578,16 +588,36 @@ class Client:
         """
         req = stream_request(table, consumer, start, follow, from_snapshot, from_timestamp_ms, columns, filter,
                              identity, fold_updates, compression, layout, ref)
+        if on_gap is not None:
+            if not isinstance(on_gap, str):
+                raise TypeError(f"on_gap must be a str, not {type(on_gap).__name__}")
+            if on_gap not in ("", "resync"):
+                raise InvalidArgument(f"on_gap {on_gap!r}: want None or 'resync'")
+            if on_gap:
+                req["on_gap"] = on_gap
+        if not isinstance(protect, bool):
+            raise TypeError(f"protect must be a bool, not {type(protect).__name__}")
         if not isinstance(max_backoff, (int, float)) or isinstance(max_backoff, bool) or max_backoff <= 0:
             raise TypeError("max_backoff must be a positive number of seconds")
         return Subscription(self, self._wire, req, heartbeats=heartbeats, reconnect=reconnect,
-                            max_backoff=float(max_backoff))
+                            max_backoff=float(max_backoff), protect=protect)
 
-    def ack(self, consumer: str, table: str, snapshot: int) -> Dict[str, Any]:
+    def ack(self, consumer: str, table: str, snapshot: int, *, protect: bool = False) -> Dict[str, Any]:
         """Record, durably, that ``consumer`` has processed every change of
         ``table`` up to and including ``snapshot`` (a snapshot on the table's
-        lineage). Returns the consumer's progress."""
-        body = {"consumer": consumer, "table": _table(table), "snapshot": _snapshot_id(snapshot)}
+        lineage). Returns the consumer's progress.
+
+        With ``protect``, the server keeps the snapshot from the table's
+        expiry until the next ack (a server started with
+        ``--protect-consumers``; FailedPrecondition on another): an Iceberg
+        tag ``sluice-consumer-<consumer>``, a Paimon consumer file, a Delta
+        table's lag watched against its retention. An ack without it drops
+        the protection, as does :meth:`reset_consumer`."""
+        if not isinstance(protect, bool):
+            raise TypeError(f"protect must be a bool, not {type(protect).__name__}")
+        body: Dict[str, Any] = {"consumer": consumer, "table": _table(table), "snapshot": _snapshot_id(snapshot)}
+        if protect:
+            body["protect"] = True
         return self._action("ack", body)
 
     def consumer_progress(self, consumer: str, table: str) -> Dict[str, Any]:

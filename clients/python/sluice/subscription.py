@@ -134,6 +134,26 @@ class FollowBatch:
         return bool(self.metadata.get("heartbeat", False))
 
     @property
+    def resync(self) -> bool:
+        """True on the 0-row batch that starts a stream which lost its
+        place: the snapshot it would go on from (:attr:`snapshot`, -1 for
+        the start of the history) has expired. With ``on_gap="resync"`` the
+        full state at :attr:`current_snapshot` follows; else the stream
+        ends with :class:`FailedPrecondition`."""
+        return bool(self.metadata.get("resync", False))
+
+    @property
+    def earliest_snapshot(self) -> Optional[int]:
+        """On a :attr:`resync` batch: the earliest snapshot a stream can
+        start from now."""
+        return self.metadata.get("earliest_snapshot")
+
+    @property
+    def current_snapshot(self) -> Optional[int]:
+        """On a :attr:`resync` batch: the table's current snapshot."""
+        return self.metadata.get("current_snapshot")
+
+    @property
     def num_rows(self) -> int:
         """The number of change rows in the batch."""
         return self.batch.num_rows
@@ -205,8 +225,9 @@ class Subscription:
     """
 
     def __init__(self, client: "Client", wire: Wire, req: Dict[str, Any], *, heartbeats: bool, reconnect: bool,
-                 max_backoff: float) -> None:
+                 max_backoff: float, protect: bool = False) -> None:
         self.client = client
+        self._protect = protect
         self.table: str = req["table"]
         self.consumer: Optional[str] = req.get("consumer")
         self._wire = wire
@@ -277,7 +298,9 @@ class Subscription:
 
     def _ack(self, snapshot: int) -> Dict[str, Any]:
         """Deliver an ack of snapshot, through an outage with reconnect."""
-        body = {"consumer": self.consumer, "table": self.table, "snapshot": snapshot}
+        body: Dict[str, Any] = {"consumer": self.consumer, "table": self.table, "snapshot": snapshot}
+        if self._protect:
+            body["protect"] = True
         backoff = _FIRST_BACKOFF
         while True:
             try:

@@ -134,6 +134,19 @@ type ChangeRequest struct {
 	// that keeps row lineage (else FAILED_PRECONDITION) and without a column
 	// of that name (else INVALID_ARGUMENT).
 	Lineage bool `protobuf:"varint,19,opt,name=lineage,proto3" json:"lineage,omitempty"`
+	// What a stream does when the snapshot it would resume after (a
+	// consumer's acknowledged snapshot, or from_snapshot) is gone from the
+	// table's retained history. The stream always starts with a 0-row batch
+	// whose app_metadata carries "resync": true and "earliest_snapshot" (the
+	// earliest snapshot a stream can start from); then
+	//
+	//	"" (default): the stream ends with FAILED_PRECONDITION ("resync
+	//	  required");
+	//	"resync": the full state at the current snapshot follows (as insert
+	//	  rows, "full_state": true), then the changes of every later commit.
+	//
+	// Another value is INVALID_ARGUMENT. Never a silent skip.
+	OnGap string `protobuf:"bytes,20,opt,name=on_gap,json=onGap,proto3" json:"on_gap,omitempty"`
 	// The branch or tag whose lineage the window or stream runs on (Iceberg
 	// metadata refs; a Paimon table's branches and tags). Empty: the main
 	// branch. The window's end must be on the ref's lineage; on a tag the
@@ -317,6 +330,13 @@ func (x *ChangeRequest) GetLineage() bool {
 	return false
 }
 
+func (x *ChangeRequest) GetOnGap() string {
+	if x != nil {
+		return x.OnGap
+	}
+	return ""
+}
+
 func (x *ChangeRequest) GetRef() string {
 	if x != nil {
 		return x.Ref
@@ -491,7 +511,17 @@ type AckRequest struct {
 	Table string `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
 	// The snapshot whose changes the consumer has processed, all of them and
 	// every snapshot's before it.
-	Snapshot      int64 `protobuf:"varint,3,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Snapshot int64 `protobuf:"varint,3,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// Protect the acknowledged snapshot from the table's snapshot expiry, on
+	// a server started with --protect-consumers (FAILED_PRECONDITION on
+	// another): an Iceberg table gets the tag sluice-consumer-<consumer> on
+	// the snapshot (with the server's max-ref-age-ms), moved on each such
+	// ack; a Paimon table a consumer file (consumer/consumer-sluice-...,
+	// honoured by Paimon's own expiry); a Delta table, whose versions
+	// nothing can pin, has the consumer's lag watched against its log and
+	// deleted-file retention (a metric and a warning). An ack without it
+	// drops the consumer's protection; resetting the consumer drops it too.
+	Protect       bool `protobuf:"varint,4,opt,name=protect,proto3" json:"protect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -545,6 +575,13 @@ func (x *AckRequest) GetSnapshot() int64 {
 		return x.Snapshot
 	}
 	return 0
+}
+
+func (x *AckRequest) GetProtect() bool {
+	if x != nil {
+		return x.Protect
+	}
+	return false
 }
 
 // ConsumerProgressRequest names a consumer and a table.
@@ -625,7 +662,10 @@ type ConsumerProgress struct {
 	// consumer's first acknowledgement on the table. Only it may ack or reset
 	// the consumer (PERMISSION_DENIED otherwise). Empty for progress recorded
 	// before owners were kept, which the next acknowledging principal adopts.
-	Owner         string `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`
+	Owner string `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`
+	// True when the consumer's last ack asked for protection (see
+	// AckRequest.protect) and the server keeps it.
+	Protected     bool `protobuf:"varint,11,opt,name=protected,proto3" json:"protected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -728,6 +768,13 @@ func (x *ConsumerProgress) GetOwner() string {
 		return x.Owner
 	}
 	return ""
+}
+
+func (x *ConsumerProgress) GetProtected() bool {
+	if x != nil {
+		return x.Protected
+	}
+	return false
 }
 
 // ListConsumersRequest names the table.
@@ -2033,7 +2080,7 @@ var File_sluice_v1_sluice_proto protoreflect.FileDescriptor
 
 const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\n" +
-	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\xfd\x05\n" +
+	"\x16sluice/v1/sluice.proto\x12\tsluice.v1\"\x94\x06\n" +
 	"\rChangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12(\n" +
 	"\rfrom_snapshot\x18\x02 \x01(\x03H\x00R\ffromSnapshot\x88\x01\x01\x12/\n" +
@@ -2056,7 +2103,8 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\x04part\x18\x10 \x01(\v2\x15.sluice.v1.WindowPartR\x04part\x12\x16\n" +
 	"\x06layout\x18\x11 \x01(\tR\x06layout\x12\x18\n" +
 	"\abackend\x18\x12 \x01(\tR\abackend\x12\x18\n" +
-	"\alineage\x18\x13 \x01(\bR\alineage\x12\x10\n" +
+	"\alineage\x18\x13 \x01(\bR\alineage\x12\x15\n" +
+	"\x06on_gap\x18\x14 \x01(\tR\x05onGap\x12\x10\n" +
 	"\x03ref\x18\x15 \x01(\tR\x03ref\x12\x19\n" +
 	"\bfrom_ref\x18\x16 \x01(\tR\afromRef\x12\x15\n" +
 	"\x06to_ref\x18\x17 \x01(\tR\x05toRefB\x10\n" +
@@ -2077,15 +2125,16 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"first_file\x18\x03 \x01(\rR\tfirstFile\x12\x19\n" +
 	"\bend_file\x18\x04 \x01(\rR\aendFile\x12\x1d\n" +
 	"\n" +
-	"file_count\x18\x05 \x01(\rR\tfileCount\"Z\n" +
+	"file_count\x18\x05 \x01(\rR\tfileCount\"t\n" +
 	"\n" +
 	"AckRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1a\n" +
-	"\bsnapshot\x18\x03 \x01(\x03R\bsnapshot\"K\n" +
+	"\bsnapshot\x18\x03 \x01(\x03R\bsnapshot\x12\x18\n" +
+	"\aprotect\x18\x04 \x01(\bR\aprotect\"K\n" +
 	"\x17ConsumerProgressRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
-	"\x05table\x18\x02 \x01(\tR\x05table\"\xaa\x02\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"\xc8\x02\n" +
 	"\x10ConsumerProgress\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1a\n" +
@@ -2099,7 +2148,8 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\x06lag_ms\x18\b \x01(\x03R\x05lagMs\x12\x18\n" +
 	"\aexpired\x18\t \x01(\bR\aexpired\x12\x14\n" +
 	"\x05owner\x18\n" +
-	" \x01(\tR\x05owner\",\n" +
+	" \x01(\tR\x05owner\x12\x1c\n" +
+	"\tprotected\x18\v \x01(\bR\tprotected\",\n" +
 	"\x14ListConsumersRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\"h\n" +
 	"\x15ListConsumersResponse\x12\x14\n" +

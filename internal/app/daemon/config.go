@@ -126,6 +126,9 @@ type Config struct {
 	Follow FollowConfig `yaml:"follow"`
 	// Progress configures the store of durable consumer progress.
 	Progress ProgressConfig `yaml:"progress"`
+	// Protect configures the protection of consumers' snapshots from
+	// expiry (--protect-consumers, --protect-max-ref-age).
+	Protect ProtectConfig `yaml:"protect"`
 	// Auth configures authentication, TLS and the table grants (--auth-mode,
 	// --auth-tokens-file, --auth-users-file, --auth-secret-file,
 	// --auth-token-ttl, --tls-cert-file, --tls-key-file,
@@ -335,6 +338,7 @@ func DefaultConfig() Config {
 			MaxBackoff:        server.DefaultMaxBackoff,
 			WatchFiles:        true,
 		},
+		Protect: ProtectConfig{MaxRefAge: DefaultProtectMaxRefAge, RetentionCheck: DefaultRetentionCheck},
 	}
 }
 
@@ -418,6 +422,9 @@ func (c Config) Validate() error {
 		if d.value <= 0 {
 			return fmt.Errorf("%w: %s %s: must be positive", ErrConfig, d.flag, d.value)
 		}
+	}
+	if err := c.Protect.validate(); err != nil {
+		return err
 	}
 	if c.Follow.MaxBackoff < c.Follow.PollInterval {
 		return fmt.Errorf("%w: --max-backoff %s is shorter than --poll-interval %s", ErrConfig, c.Follow.MaxBackoff,

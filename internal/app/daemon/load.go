@@ -154,6 +154,9 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 		"every replica's advertised address, comma-separated, or dns://name:port: where split windows' endpoints go")
 	fs.StringVar(&c.Progress.DSN, "progress-dsn", c.Progress.DSN,
 		"consumer progress store: a SQLite file or postgres://... (default <warehouse>/sluice-consumers.db; ./sluice-consumers.db for rest)")
+	fs.BoolVar(&c.Protect.Consumers, "protect-consumers", c.Protect.Consumers,
+		"let acks with protect keep the consumer's snapshot from expiry (Iceberg tags, Paimon consumer files, Delta lag warnings)")
+	dur(&c.Protect.MaxRefAge, "protect-max-ref-age", "max-ref-age-ms of consumers' Iceberg tags")
 	return fs, configFile
 }
 
@@ -373,6 +376,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_DELTA_FOLLOW_SYMLINKS":   &cfg.Delta.FollowSymlinks,
 		"SLUICE_PAIMON_FOLLOW_SYMLINKS":  &cfg.Paimon.FollowSymlinks,
 		"SLUICE_CATALOG_FOLLOW_SYMLINKS": &cfg.Catalog.FollowSymlinks,
+		"SLUICE_PROTECT_CONSUMERS":       &cfg.Protect.Consumers,
 	}
 	for k, p := range bools {
 		if v, ok := env[k]; ok {
@@ -422,14 +426,15 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		}
 	}
 	durations := map[string]*time.Duration{
-		"SLUICE_SHUTDOWN_TIMEOUT":   &cfg.ShutdownTimeout,
-		"SLUICE_POLL_INTERVAL":      &cfg.Follow.PollInterval,
-		"SLUICE_HEARTBEAT_INTERVAL": &cfg.Follow.HeartbeatInterval,
-		"SLUICE_MAX_BACKOFF":        &cfg.Follow.MaxBackoff,
-		"SLUICE_AUTH_TOKEN_TTL":     &cfg.Auth.TokenTTL,
-		"SLUICE_STALL_TIMEOUT":      &cfg.Limits.StallTimeout,
-		"SLUICE_KEEPALIVE_TIME":     &cfg.Limits.KeepaliveTime,
-		"SLUICE_DECODE_CACHE_TTL":   &cfg.Engine.DecodeCacheTTL,
+		"SLUICE_SHUTDOWN_TIMEOUT":    &cfg.ShutdownTimeout,
+		"SLUICE_POLL_INTERVAL":       &cfg.Follow.PollInterval,
+		"SLUICE_HEARTBEAT_INTERVAL":  &cfg.Follow.HeartbeatInterval,
+		"SLUICE_MAX_BACKOFF":         &cfg.Follow.MaxBackoff,
+		"SLUICE_AUTH_TOKEN_TTL":      &cfg.Auth.TokenTTL,
+		"SLUICE_STALL_TIMEOUT":       &cfg.Limits.StallTimeout,
+		"SLUICE_KEEPALIVE_TIME":      &cfg.Limits.KeepaliveTime,
+		"SLUICE_DECODE_CACHE_TTL":    &cfg.Engine.DecodeCacheTTL,
+		"SLUICE_PROTECT_MAX_REF_AGE": &cfg.Protect.MaxRefAge,
 	}
 	for k, p := range durations {
 		if v, ok := env[k]; ok {

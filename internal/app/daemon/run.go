@@ -127,6 +127,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("consumer progress store: %w", err)
 	}
 	defer store.Close()
+	guard, err := startProtection(cfg, tables, log)
+	if err != nil {
+		return err
+	}
 	metrics := server.NewMetrics(engine)
 	if c := tables.Collector(); c != nil {
 		metrics.Register(c)
@@ -141,7 +145,19 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		CallsPerSecond:         cfg.Limits.CallsPerSecond,
 		StallTimeout:           cfg.Limits.StallTimeout,
 	}, Replicas: server.Replicas{Advertise: cfg.Replicas.Advertise, Peers: cfg.Replicas.Peers},
-		DecodeCacheBytes: cfg.Engine.DecodeCacheBytes, DecodeCacheTTL: cfg.Engine.DecodeCacheTTL})
+		DecodeCacheBytes: cfg.Engine.DecodeCacheBytes, DecodeCacheTTL: cfg.Engine.DecodeCacheTTL,
+		Guard: consumerGuard(guard)})
+	// The retention watch of protected consumers runs until flightd stops.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		srv.WatchRetention(watchCtx, cfg.Protect.RetentionCheck)
+	}()
+	defer func() {
+		stopWatch()
+		<-watchDone
+	}()
 
 	opts := srv.ServerOptions()
 	if tlsConfig != nil {

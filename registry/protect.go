@@ -1,0 +1,106 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicefeed/sluice/catalog"
+)
+
+// Ways a consumer's snapshot is protected, as Protect reports them.
+const (
+	// ProtectTag: an Iceberg tag (catalog.ConsumerTag) on the snapshot.
+	ProtectTag = "tag"
+	// ProtectConsumerFile: a Paimon consumer file whose nextSnapshot is
+	// the one after the snapshot.
+	ProtectConsumerFile = "consumer-file"
+	// ProtectLagWatch: nothing can pin a Delta version; the consumer's lag
+	// is watched against the table's retention.
+	ProtectLagWatch = "lag-watch"
+)
+
+// Protector keeps protected consumers' snapshots from the expiry of the
+// tables of a Tables, each table by its format's own means. It is safe for
+// concurrent use.
+type Protector struct {
+	tables *Tables
+	// maxRefAge is the max-ref-age-ms of the Iceberg tags.
+	maxRefAge time.Duration
+}
+
+// Protector returns the protector of the tables' consumers, whose
+// Iceberg tags have max-ref-age-ms maxRefAge (0: none, the tag then
+// lives until the consumer is reset).
+func (s *Tables) Protector(maxRefAge time.Duration) *Protector {
+	return &Protector{tables: s, maxRefAge: maxRefAge}
+}
+
+// CheckWritable reports, at start, storage and catalogs that protection
+// cannot write to (errors wrapping catalog.ErrReadOnly): the Iceberg
+// catalog's local file or warehouse, the Paimon warehouse. Delta tables
+// are never written to.
+func (p *Protector) CheckWritable() error {
+	if err := p.tables.CheckWritable(); err != nil {
+		return err
+	}
+	if p.tables.paimon != nil {
+		return p.tables.paimon.CheckWritable()
+	}
+	return nil
+}
+
+// Protect pins a consumer's acknowledged snapshot of the table name and
+// returns how (ProtectTag, ProtectConsumerFile, ProtectLagWatch): an
+// Iceberg table's tag is moved onto it, a Paimon table's consumer file
+// names the next snapshot, a Delta table's lag is watched (see
+// Retention).
+func (p *Protector) Protect(ctx context.Context, name, consumer string, snapshot int64) (string, error) {
+	t := p.tables
+	switch {
+	case t.paimon != nil && t.paimon.Has(name):
+		return ProtectConsumerFile, t.paimon.SetConsumer(ctx, name, consumer, snapshot+1)
+	case t.delta != nil && t.delta.Has(name):
+		return ProtectLagWatch, nil
+	}
+	return ProtectTag, t.SetTag(ctx, name, catalog.ConsumerTag(consumer), snapshot, p.maxRefAge)
+}
+
+// Release drops the consumer's protection on the table name (its tag or
+// consumer file); none is no error.
+func (p *Protector) Release(ctx context.Context, name, consumer string) error {
+	t := p.tables
+	switch {
+	case t.paimon != nil && t.paimon.Has(name):
+		return t.paimon.DropConsumer(ctx, name, consumer)
+	case t.delta != nil && t.delta.Has(name):
+		return nil
+	}
+	err := t.DropTag(ctx, name, catalog.ConsumerTag(consumer))
+	if errors.Is(err, catalog.ErrTableNotFound) {
+		return nil // a dropped table keeps nothing
+	}
+	return err
+}
+
+// Retention returns how long the Delta table name keeps its log entries
+// and the files its commits removed (delta.logRetentionDuration,
+// delta.deletedFileRetentionDuration); ok is false for the tables of other
+// formats, whose protection pins snapshots.
+func (p *Protector) Retention(ctx context.Context, name string) (log, deletedFiles time.Duration, ok bool,
+	err error) {
+	t := p.tables
+	if t.delta == nil || !t.delta.Has(name) || (t.paimon != nil && t.paimon.Has(name)) {
+		return 0, 0, false, nil
+	}
+	src, err := t.deltaSource(ctx, name)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	r, err := src.Retention(ctx)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("the retention of %s: %w", name, err)
+	}
+	return r.Log, r.DeletedFiles, true, nil
+}
