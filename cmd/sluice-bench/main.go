@@ -74,6 +74,9 @@ func run(ctx context.Context) error {
 	flag.StringVar(&cfg.Spark.Ivy, "spark-ivy", ".tmp/bench-ivy", "the folder Spark resolves the runtime into")
 	flag.IntVar(&cfg.Spark.Cores, "spark-cores", runtime.NumCPU(), "Spark local mode's threads")
 	flag.StringVar(&cfg.Spark.DriverMemory, "spark-driver-memory", "2g", "the Spark driver's heap")
+	histories := flag.String("plan-histories", "1000:10000 1000:100000 10000:10000 10000:100000",
+		"the long Iceberg histories whose one-commit windows are planned, as snapshots:files (empty: skip)")
+	planningOnly := flag.Bool("planning-only", false, "plan the long histories alone and print their section")
 	prepare := flag.Bool("prepare", false, "write (or find written) the cached workloads, measure nothing")
 	render := flag.String("render", "", "render the report of an earlier run from its JSON (the run writes "+
 		"report.json in -work), measure nothing")
@@ -95,6 +98,10 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("-scale-rows: %q is not a row count of at least 400", f)
 		}
 		cfg.ScaleRows = append(cfg.ScaleRows, n)
+	}
+	var err error
+	if cfg.PlanHistories, err = bench.ParsePlanHistories(*histories); err != nil {
+		return fmt.Errorf("-plan-histories: %w", err)
 	}
 	if cfg.PeerRows != 0 && len(cfg.ScaleRows) > 0 && !slices.Contains(cfg.ScaleRows, cfg.PeerRows) {
 		return fmt.Errorf("-peer-rows %d is not one of -scale-rows %v", cfg.PeerRows, cfg.ScaleRows)
@@ -123,6 +130,14 @@ func run(ctx context.Context) error {
 	}
 	if *prepare {
 		return bench.Prepare(ctx, cfg)
+	}
+	if *planningOnly {
+		rep, err := bench.RunPlanning(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("load average %s at the start, %s at the end\n%s", rep.LoadStart, rep.LoadEnd, rep.PlanningSection())
+		return nil
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {

@@ -124,6 +124,7 @@ func (r *Report) Markdown(command string, cfg Config) string {
 	fmt.Fprintf(&b, "`TestEqualityDeleteReadsFewRowGroups` in feed/, and counted by `sluice_row_groups_read_total`).\n")
 	b.WriteString(r.peersSection(cfg))
 	b.WriteString(r.scaleSection(cfg))
+	b.WriteString(r.planningSection())
 	b.WriteString(notes)
 	return b.String()
 }

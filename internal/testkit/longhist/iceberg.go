@@ -69,22 +69,17 @@ func (p IcebergParams) Validate() error {
 	return nil
 }
 
-// WriteIceberg writes the long history of p into the warehouse dir (an
-// embedded SQL catalog) as the table IcebergTable. Manifests and manifest
-// lists are real Avro files written with iceberg-go; the data files they
-// name are not written (planning reads no data file).
-func WriteIceberg(ctx context.Context, dir string, p IcebergParams) (*Iceberg, error) {
+// WriteIceberg writes the long history of p into cat (a local warehouse)
+// as the table IcebergTable. Manifests and manifest lists are real Avro
+// files written with iceberg-go; the data files they name are not written
+// (planning reads no data file).
+func WriteIceberg(ctx context.Context, cat *catalog.Catalog, p IcebergParams) (*Iceberg, error) {
 	if p.MergeEvery == 0 {
 		p.MergeEvery = DefaultMergeEvery
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	cat, err := tablewrite.OpenWarehouse(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer cat.Close()
 	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.String})
