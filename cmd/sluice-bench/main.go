@@ -76,6 +76,8 @@ func run(ctx context.Context) error {
 	flag.StringVar(&cfg.Spark.DriverMemory, "spark-driver-memory", "2g", "the Spark driver's heap")
 	histories := flag.String("plan-histories", "1000:10000 1000:100000 10000:10000 10000:100000",
 		"the long Iceberg histories whose one-commit windows are planned, as snapshots:files (empty: skip)")
+	deltaHistories := flag.String("plan-delta-histories", "1000:10000:10 1000:10000:100 10000:10000:100 10000:100000:100",
+		"the long Delta histories planned the same way, as versions:files:checkpoint-interval (empty: skip)")
 	planningOnly := flag.Bool("planning-only", false, "plan the long histories alone and print their section")
 	prepare := flag.Bool("prepare", false, "write (or find written) the cached workloads, measure nothing")
 	render := flag.String("render", "", "render the report of an earlier run from its JSON (the run writes "+
@@ -102,6 +104,9 @@ func run(ctx context.Context) error {
 	var err error
 	if cfg.PlanHistories, err = bench.ParsePlanHistories(*histories); err != nil {
 		return fmt.Errorf("-plan-histories: %w", err)
+	}
+	if cfg.PlanDeltaHistories, err = bench.ParseDeltaHistories(*deltaHistories); err != nil {
+		return fmt.Errorf("-plan-delta-histories: %w", err)
 	}
 	if cfg.PeerRows != 0 && len(cfg.ScaleRows) > 0 && !slices.Contains(cfg.ScaleRows, cfg.PeerRows) {
 		return fmt.Errorf("-peer-rows %d is not one of -scale-rows %v", cfg.PeerRows, cfg.ScaleRows)

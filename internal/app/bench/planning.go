@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicefeed/sluice/catalog"
 	sluice "github.com/sluicefeed/sluice/clients/go"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/internal/testkit/longhist"
 )
 
@@ -23,8 +24,11 @@ const planWarmRuns = 50
 // (GetFlightInfo, which reads manifests but no data file) through a fresh
 // flightd.
 type PlanHistory struct {
-	longhist.IcebergParams
-	WriteSeconds float64 `json:"write_seconds"`
+	Format string
+	// Snapshots and Files are the history's length and data files;
+	// CheckpointEvery a Delta table's checkpoint interval.
+	Snapshots, Files, CheckpointEvery int
+	WriteSeconds                      float64 `json:"write_seconds"`
 	Cached       bool    `json:"-"`
 	Windows      []PlanWindow
 	// PeakMiB is flightd's peak RSS after every plan of the history.
@@ -69,6 +73,32 @@ func parsePlanHistories(s string) ([]longhist.IcebergParams, error) {
 // pairs.
 func ParsePlanHistories(s string) ([]longhist.IcebergParams, error) { return parsePlanHistories(s) }
 
+// ParseDeltaHistories parses the -plan-delta-histories flag:
+// "versions:files:checkpoint-interval" triples.
+func ParseDeltaHistories(s string) ([]longhist.DeltaParams, error) {
+	var out []longhist.DeltaParams
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
+		parts := strings.Split(f, ":")
+		var n [3]int
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%q is not versions:files:checkpoint-interval", f)
+		}
+		for i, part := range parts {
+			v, err := strconv.Atoi(part)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not versions:files:checkpoint-interval", f)
+			}
+			n[i] = v
+		}
+		p := longhist.DeltaParams{Versions: n[0], Files: n[1], CheckpointEvery: n[2]}
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // writePlanHistory writes (or reuses) the long history of p under root.
 func writePlanHistory(ctx context.Context, root string, p longhist.IcebergParams) (*longhist.Iceberg, bool, error) {
 	dir := filepath.Join(canonical(root), fmt.Sprintf("%d-%d", p.Snapshots, p.Files))
@@ -90,33 +120,89 @@ func writePlanHistory(ctx context.Context, root string, p longhist.IcebergParams
 	return &w.Iceberg, hit, nil
 }
 
+// planWindow is a one-commit window to plan.
+type planWindow struct {
+	name     string
+	from, to int64
+}
+
 // runPlanning writes (or reuses) each long history and plans its windows.
 func runPlanning(ctx context.Context, cfg Config, rep *Report) error {
 	root := filepath.Join(cfg.Work, "planning")
 	for _, p := range cfg.PlanHistories {
-		cfg.logf("writing (or reusing) the history of %d snapshots and %d files", p.Snapshots, p.Files)
+		cfg.logf("writing (or reusing) the Iceberg history of %d snapshots and %d files", p.Snapshots, p.Files)
 		start := time.Now()
 		h, hit, err := writePlanHistory(ctx, root, p)
 		if err != nil {
 			return err
 		}
-		ph := PlanHistory{IcebergParams: h.IcebergParams, Cached: hit}
+		ph := PlanHistory{Format: "Iceberg", Snapshots: p.Snapshots, Files: p.Files, Cached: hit}
 		if !hit {
 			ph.WriteSeconds = time.Since(start).Seconds()
 			cfg.logf("wrote it in %.0f s", ph.WriteSeconds)
 		}
-		if err := planHistory(ctx, cfg, filepath.Join(canonical(root), fmt.Sprintf("%d-%d", p.Snapshots, p.Files)),
-			h, &ph); err != nil {
+		app, over := func() planWindow { f, t := h.LastAppend(); return planWindow{"last append", f, t} }(),
+			func() planWindow { f, t := h.LastOverwrite(); return planWindow{"copy-on-write overwrite", f, t} }()
+		wh := filepath.Join(canonical(root), fmt.Sprintf("%d-%d", p.Snapshots, p.Files))
+		if err := planHistory(ctx, cfg, wh, nil, longhist.IcebergTable, []planWindow{app, over}, &ph); err != nil {
 			return fmt.Errorf("planning %d snapshots, %d files: %w", p.Snapshots, p.Files, err)
+		}
+		rep.Planning = append(rep.Planning, ph)
+	}
+	for _, p := range cfg.PlanDeltaHistories {
+		cfg.logf("writing (or reusing) the Delta history of %d versions and %d files, checkpoints every %d",
+			p.Versions, p.Files, p.CheckpointEvery)
+		start := time.Now()
+		d, dir, hit, err := writeDeltaHistory(ctx, filepath.Join(root, "delta"), p)
+		if err != nil {
+			return err
+		}
+		ph := PlanHistory{Format: "Delta", Snapshots: p.Versions, Files: p.Files, CheckpointEvery: p.CheckpointEvery,
+			Cached: hit}
+		if !hit {
+			ph.WriteSeconds = time.Since(start).Seconds()
+			cfg.logf("wrote it in %.0f s", ph.WriteSeconds)
+		}
+		app, rw := func() planWindow { f, t := d.LastAppend(); return planWindow{"last append", f, t} }(),
+			func() planWindow { f, t := d.LastRewrite(); return planWindow{"copy-on-write rewrite", f, t} }()
+		// flightd serves the Delta root beside an empty warehouse.
+		wh := filepath.Join(canonical(root), "empty-warehouse")
+		cat, err := tablewrite.OpenWarehouse(ctx, wh)
+		if err != nil {
+			return err
+		}
+		cat.Close()
+		// One table per root: the others' logs are not listed.
+		if err := planHistory(ctx, cfg, wh, []string{"--delta-root", filepath.Dir(dir)}, "delta."+filepath.Base(dir),
+			[]planWindow{app, rw}, &ph); err != nil {
+			return fmt.Errorf("planning %d versions, %d files: %w", p.Versions, p.Files, err)
 		}
 		rep.Planning = append(rep.Planning, ph)
 	}
 	return nil
 }
 
-// planHistory plans the windows of h through a fresh flightd on wh.
-func planHistory(ctx context.Context, cfg Config, wh string, h *longhist.Iceberg, ph *PlanHistory) error {
-	srv, err := startFlightd(ctx, cfg, wh)
+// writeDeltaHistory writes (or reuses) the long Delta history of p under
+// root, in a root folder of its own (root/<versions>-<files>-<every>/t),
+// and returns it with its folder.
+func writeDeltaHistory(ctx context.Context, root string, p longhist.DeltaParams) (*longhist.Delta, string, bool,
+	error) {
+	dir := filepath.Join(canonical(root), fmt.Sprintf("%d-%d-%d", p.Versions, p.Files, p.CheckpointEvery))
+	table := filepath.Join(dir, "t")
+	d, hit, err := cachedDir(ctx, dir, p, "t/_delta_log", func() (*longhist.Delta, error) {
+		return longhist.WriteDelta(table, p, time.Now().UnixMilli()-int64(p.Versions))
+	})
+	if err != nil {
+		return nil, "", false, fmt.Errorf("Delta history of %d versions, %d files: %w", p.Versions, p.Files, err)
+	}
+	return d, table, hit, nil
+}
+
+// planHistory plans the windows of table through a fresh flightd on wh
+// with flags.
+func planHistory(ctx context.Context, cfg Config, wh string, flags []string, table string, windows []planWindow,
+	ph *PlanHistory) error {
+	srv, err := startFlightd(ctx, cfg, wh, flags...)
 	if err != nil {
 		return err
 	}
@@ -127,12 +213,9 @@ func planHistory(ctx context.Context, cfg Config, wh string, h *longhist.Iceberg
 	}
 	defer client.Close()
 	pid := srv.cmd.Process.Pid
-	for _, w := range []struct {
-		name string
-		win  func() (int64, int64)
-	}{{"last append", h.LastAppend}, {"copy-on-write overwrite", h.LastOverwrite}} {
-		from, to := w.win()
-		req := sluice.ChangeRequest{Table: longhist.IcebergTable, FromSnapshot: &from, ToSnapshot: &to}
+	for _, w := range windows {
+		from, to := w.from, w.to
+		req := sluice.ChangeRequest{Table: table, FromSnapshot: &from, ToSnapshot: &to}
 		pw := PlanWindow{Name: w.name}
 		plan := func() (float64, float64, error) {
 			c0, t0 := procCPU(pid), time.Now()
@@ -143,7 +226,7 @@ func planHistory(ctx context.Context, cfg Config, wh string, h *longhist.Iceberg
 			pw.Files = p.FilesRead
 			return time.Since(t0).Seconds(), procCPU(pid) - c0, nil
 		}
-		cfg.logf("planning the %s of %d snapshots, %d files", w.name, h.Snapshots, h.Files)
+		cfg.logf("planning the %s of %s", w.name, table)
 		if pw.ColdSeconds, pw.ColdCPU, err = plan(); err != nil {
 			return err
 		}
@@ -178,27 +261,34 @@ func (r *Report) planningSection() string {
 	fmt.Fprintf(&b, "cold (metadata file, manifest lists and manifests read and parsed; the files may be in the page\n")
 	fmt.Fprintf(&b, "cache), then %d times warm. CPU is flightd's, from `/proc`; a warm plan's is the total over the\n", planWarmRuns)
 	fmt.Fprintf(&b, "warm runs divided by them (one plan is below the clock tick).\n\n")
-	fmt.Fprintf(&b, "| snapshots | data files | window | files read | cold | cold CPU | warm median | warm max | warm CPU | flightd peak RSS |\n")
-	fmt.Fprintf(&b, "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "Delta tables, written by the same package: version 0 creates the table, appends spread the data\n")
+	fmt.Fprintf(&b, "files over the versions, a classic checkpoint every N versions, and a closing copy-on-write rewrite\n")
+	fmt.Fprintf(&b, "(a remove and an add with dataChange=true), served by `--delta-root`, planned the same way.\n\n")
+	fmt.Fprintf(&b, "| format | snapshots | data files | checkpoints every | window | files read | cold | cold CPU | warm median | warm max | warm CPU | flightd peak RSS |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	var missed []string
 	for _, h := range r.Planning {
 		for _, w := range h.Windows {
 			_, hi := minMax(w.WarmSeconds)
-			fmt.Fprintf(&b, "| %d | %d | %s | %d | %s | %s | %s | %s | %.2f ms | %s |\n", h.Snapshots, h.Files, w.Name,
-				w.Files, secs(w.ColdSeconds), secs(w.ColdCPU), msecs(median(w.WarmSeconds)), msecs(hi),
-				w.WarmCPU*1000, mib(h.PeakMiB))
+			every := ""
+			if h.CheckpointEvery > 0 {
+				every = fmt.Sprint(h.CheckpointEvery)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %d | %s | %s | %s | %s | %.2f ms | %s |\n", h.Format, h.Snapshots,
+				h.Files, every, w.Name, w.Files, secs(w.ColdSeconds), secs(w.ColdCPU), msecs(median(w.WarmSeconds)),
+				msecs(hi), w.WarmCPU*1000, mib(h.PeakMiB))
 			if h.Snapshots >= 10_000 && h.Files >= 100_000 {
 				if m := median(w.WarmSeconds); m > 0.1 {
-					missed = append(missed, fmt.Sprintf("%s warm %s (target ≤ 100 ms)", w.Name, msecs(m)))
+					missed = append(missed, fmt.Sprintf("%s %s warm %s (target ≤ 100 ms)", h.Format, w.Name, msecs(m)))
 				}
 				if w.ColdSeconds > 2 {
-					missed = append(missed, fmt.Sprintf("%s cold %s (target ≤ 2 s)", w.Name, secs(w.ColdSeconds)))
+					missed = append(missed, fmt.Sprintf("%s %s cold %s (target ≤ 2 s)", h.Format, w.Name, secs(w.ColdSeconds)))
 				}
 			}
 		}
 		if h.PeakMiB > 256 {
-			missed = append(missed, fmt.Sprintf("flightd peaked at %.0f MiB at %d snapshots, %d files (target ≤ 256 MiB)",
-				h.PeakMiB, h.Snapshots, h.Files))
+			missed = append(missed, fmt.Sprintf("flightd peaked at %.0f MiB at %d %s snapshots, %d files (target ≤ 256 MiB)",
+				h.PeakMiB, h.Snapshots, h.Format, h.Files))
 		}
 	}
 	if len(missed) > 0 {

@@ -52,7 +52,10 @@ type Config struct {
 	// PlanHistories are the long Iceberg histories whose one-commit
 	// windows are planned (none: skip them).
 	PlanHistories []longhist.IcebergParams
-	Log           io.Writer `json:"-"`
+	// PlanDeltaHistories are the long Delta histories planned the same
+	// way.
+	PlanDeltaHistories []longhist.DeltaParams
+	Log                io.Writer `json:"-"`
 }
 
 // Arm is one measured way of reading.
@@ -513,6 +516,12 @@ func Prepare(ctx context.Context, cfg Config) error {
 	for _, p := range cfg.PlanHistories {
 		cfg.logf("writing (or reusing) the history of %d snapshots and %d files", p.Snapshots, p.Files)
 		if _, _, err := writePlanHistory(ctx, filepath.Join(cfg.Work, "planning"), p); err != nil {
+			return err
+		}
+	}
+	for _, p := range cfg.PlanDeltaHistories {
+		cfg.logf("writing (or reusing) the Delta history of %d versions and %d files", p.Versions, p.Files)
+		if _, _, _, err := writeDeltaHistory(ctx, filepath.Join(cfg.Work, "planning", "delta"), p); err != nil {
 			return err
 		}
 	}
