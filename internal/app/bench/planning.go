@@ -29,8 +29,8 @@ type PlanHistory struct {
 	// CheckpointEvery a Delta table's checkpoint interval.
 	Snapshots, Files, CheckpointEvery int
 	WriteSeconds                      float64 `json:"write_seconds"`
-	Cached       bool    `json:"-"`
-	Windows      []PlanWindow
+	Cached                            bool    `json:"-"`
+	Windows                           []PlanWindow
 	// PeakMiB is flightd's peak RSS after every plan of the history.
 	PeakMiB float64
 }
