@@ -188,12 +188,12 @@ func deltaAdd(v, i int, ts int64) map[string]any {
 		"stats": fmt.Sprintf(`{"numRecords":%d}`, deltaFileRecords)}
 }
 
-// checkpointRows is how many checkpoint rows are converted to Arrow at a
-// time.
+// checkpointRows is how many add rows go into one Arrow batch.
 const checkpointRows = 16384
 
-// writeDeltaCheckpoint writes the classic checkpoint of version v and
-// points _last_checkpoint at it.
+// writeDeltaCheckpoint writes the classic checkpoint of version v (its
+// protocol, metaData and live files' add actions) and points
+// _last_checkpoint at it.
 func writeDeltaCheckpoint(logDir string, v int, protocol, metaData map[string]any, live []map[string]any) error {
 	name := filepath.Join(logDir, fmt.Sprintf("%020d.checkpoint.parquet", v))
 	f, err := os.Create(name)
@@ -206,42 +206,29 @@ func writeDeltaCheckpoint(logDir string, v int, protocol, metaData map[string]an
 	if err != nil {
 		return err
 	}
+	// The protocol and metaData rows, from JSON (maps as lists of entries).
 	md := map[string]any{}
 	for k, val := range metaData {
 		md[k] = val
 	}
 	md["format"] = map[string]any{"provider": "parquet", "options": []any{}}
 	md["configuration"] = []any{}
-	rows := []map[string]any{{"protocol": protocol}, {"metaData": md}}
-	flush := func() error {
-		js, err := json.Marshal(rows)
-		if err != nil {
-			return err
-		}
-		rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, DeltaCheckpointSchema, bytes.NewReader(js))
-		if err != nil {
-			return err
-		}
-		defer rec.Release()
-		rows = rows[:0]
-		return fw.WriteBuffered(rec)
+	js, err := json.Marshal([]map[string]any{{"protocol": protocol}, {"metaData": md}})
+	if err != nil {
+		return err
 	}
-	for _, a := range live {
-		add := map[string]any{}
-		for k, val := range a {
-			add[k] = val
-		}
-		add["partitionValues"] = []any{}
-		add["dataChange"] = false
-		rows = append(rows, map[string]any{"add": add})
-		if len(rows) == checkpointRows {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
+	head, _, err := array.RecordFromJSON(memory.DefaultAllocator, DeltaCheckpointSchema, bytes.NewReader(js))
+	if err != nil {
+		return err
 	}
-	if len(rows) > 0 {
-		if err := flush(); err != nil {
+	err = fw.WriteBuffered(head)
+	head.Release()
+	if err != nil {
+		return err
+	}
+	// The add rows, built column by column.
+	for lo := 0; lo < len(live); lo += checkpointRows {
+		if err := writeAdds(fw, live[lo:min(lo+checkpointRows, len(live))]); err != nil {
 			return err
 		}
 	}
@@ -253,4 +240,38 @@ func writeDeltaCheckpoint(logDir string, v int, protocol, metaData map[string]an
 		return err
 	}
 	return os.WriteFile(filepath.Join(logDir, "_last_checkpoint"), last, 0o644)
+}
+
+// writeAdds writes the add actions adds (as deltaAdd makes them, with
+// dataChange=false as a checkpoint keeps them) as one batch.
+func writeAdds(fw *pqarrow.FileWriter, adds []map[string]any) error {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, DeltaCheckpointSchema)
+	defer b.Release()
+	add := b.Field(1).(*array.StructBuilder)
+	path := add.FieldBuilder(0).(*array.StringBuilder)
+	parts := add.FieldBuilder(1).(*array.MapBuilder)
+	size := add.FieldBuilder(2).(*array.Int64Builder)
+	mod := add.FieldBuilder(3).(*array.Int64Builder)
+	change := add.FieldBuilder(4).(*array.BooleanBuilder)
+	stats := add.FieldBuilder(5).(*array.StringBuilder)
+	for _, a := range adds {
+		for i := range b.Fields() {
+			if i != 1 {
+				b.Field(i).AppendNull()
+			}
+		}
+		add.Append(true)
+		path.Append(a["path"].(string))
+		parts.Append(true) // no partition values
+		size.Append(int64(a["size"].(int)))
+		mod.Append(a["modificationTime"].(int64))
+		change.Append(false)
+		stats.Append(a["stats"].(string))
+		for i := 6; i < add.NumField(); i++ {
+			add.FieldBuilder(i).AppendNull()
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	return fw.WriteBuffered(rec)
 }
