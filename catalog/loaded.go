@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	iceio "github.com/apache/iceberg-go/io"
@@ -14,10 +15,16 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// loadedTablesKept bounds the parsed table metadata a catalog keeps. A
-// table with a long history has a large metadata file (about 300 bytes per
-// snapshot), so the bound is small: the tables being followed or read now.
-const loadedTablesKept = 16
+// Bounds of the parsed table metadata a catalog keeps: at most
+// loadedTablesKept tables, and together at most loadedSnapshotsKept
+// snapshots (a parsed snapshot takes about a kilobyte of heap with its
+// summary, so a table of 10,000 snapshots about 10 MiB). The tables
+// being followed or read now stay; the others are parsed again when
+// loaded.
+const (
+	loadedTablesKept    = 16
+	loadedSnapshotsKept = 40_000
+)
 
 // loadedTables keeps the tables an sql catalog loaded, by name and
 // metadata file. A metadata file is immutable, so while the catalog points
@@ -27,11 +34,57 @@ const loadedTablesKept = 16
 // safe for concurrent use.
 type loadedTables struct {
 	tables *lru.Cache[string, *table.Table]
+	// maxSnapshots bounds the snapshots the kept tables hold together.
+	maxSnapshots int
+	// mu guards snapshots, the snapshots the kept tables hold together.
+	mu        sync.Mutex
+	snapshots int
 }
 
-func newLoadedTables() *loadedTables {
-	tables, _ := lru.New[string, *table.Table](loadedTablesKept)
-	return &loadedTables{tables: tables}
+func newLoadedTables() *loadedTables { return newLoadedTablesOf(loadedTablesKept, loadedSnapshotsKept) }
+
+// newLoadedTablesOf keeps at most tables tables of at most snapshots
+// snapshots together.
+func newLoadedTablesOf(tables, snapshots int) *loadedTables {
+	l := &loadedTables{maxSnapshots: snapshots}
+	l.tables, _ = lru.NewWithEvict[string, *table.Table](tables, func(_ string, tbl *table.Table) {
+		l.mu.Lock()
+		l.snapshots -= snapshotCount(tbl)
+		l.mu.Unlock()
+	})
+	return l
+}
+
+// snapshotCount is the number of snapshots tbl's metadata holds, plus one
+// for the rest of it.
+func snapshotCount(tbl *table.Table) int { return len(tbl.Metadata().Snapshots()) + 1 }
+
+// add keeps tbl under key, evicting the least recently used tables while
+// the kept ones hold more than maxSnapshots snapshots. A table larger
+// than that alone is not kept.
+func (l *loadedTables) add(key string, tbl *table.Table) {
+	n := snapshotCount(tbl)
+	if n > l.maxSnapshots {
+		return
+	}
+	l.mu.Lock()
+	l.snapshots += n
+	over := l.snapshots > l.maxSnapshots
+	l.mu.Unlock()
+	for over {
+		if _, _, ok := l.tables.RemoveOldest(); !ok {
+			break
+		}
+		l.mu.Lock()
+		over = l.snapshots > l.maxSnapshots
+		l.mu.Unlock()
+	}
+	if _, ok, _ := l.tables.PeekOrAdd(key, tbl); ok {
+		// Another load kept it first: this one's count goes.
+		l.mu.Lock()
+		l.snapshots -= n
+		l.mu.Unlock()
+	}
 }
 
 // encodedNamespaceMarker starts the storage key iceberg-go's sql catalog
@@ -100,7 +153,7 @@ func (c *Catalog) loadCached(ctx context.Context, ice icecatalog.Catalog, name s
 		return nil, err
 	}
 	if ok && tbl.MetadataLocation() == loc {
-		c.loaded.tables.Add(loadedKey(name, loc), tbl)
+		c.loaded.add(loadedKey(name, loc), tbl)
 		return own(tbl, ice), nil
 	}
 	return tbl, nil

@@ -19,8 +19,10 @@ const (
 	// file with its deletes) are kept; a plan can hold many files.
 	liveCacheSnapshots = 128
 	// historyCacheEntries bounds the lineages kept: each is a slice of a
-	// table's retained snapshots, under a metadata file and a head.
-	historyCacheEntries = 64
+	// table's retained snapshots, under a metadata file and a head (about
+	// 4 MiB at 10,000 snapshots); a table's current metadata file needs
+	// two (its main branch and the head of a window).
+	historyCacheEntries = 8
 )
 
 // Cache keeps what planning reads from an Iceberg table's immutable
