@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -47,11 +48,16 @@ type Catalog struct {
 	file  string
 	props iceberg.Properties
 
-	// mu guards ice and opened.
+	// mu guards ice, opened and locDB.
 	mu  sync.Mutex
 	ice icecatalog.Catalog
 	// opened identifies the file ice has open (sql catalogs).
 	opened os.FileInfo
+	// locDB reads the metadata locations of an sql catalog's tables from
+	// the file ice has open (nil: other types, or it could not be opened),
+	// and loaded keeps the tables it loaded (see loadedTables).
+	locDB  *sql.DB
+	loaded *loadedTables
 	// plans keeps what the engine's planning read of the tables'
 	// snapshots, across loads (see Load).
 	plans *icebergformat.Cache
@@ -74,7 +80,7 @@ func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 	}
 	props := iceberg.Properties(maps.Clone(resolved))
 	cfg.Properties, cfg.PropertiesFile = resolved, ""
-	c := &Catalog{cfg: cfg, plans: icebergformat.NewCache()}
+	c := &Catalog{cfg: cfg, plans: icebergformat.NewCache(), loaded: newLoadedTables()}
 	if cfg.Type == TypeREST {
 		ice, err := openREST(ctx, cfg, props)
 		if err != nil {
@@ -146,6 +152,10 @@ func (c *Catalog) openSQL(ctx context.Context, props iceberg.Properties) (icecat
 	c.props = maps.Clone(props)
 	ice, opened, err := loadSQLFile(ctx, c.cfg.Name, c.props, path)
 	c.opened = opened
+	if err == nil {
+		// Without it, every load reads the table's metadata file.
+		c.locDB, _ = openLocationDB(path)
+	}
 	return ice, err
 }
 
@@ -206,6 +216,10 @@ func (c *Catalog) check(ctx context.Context) (ice, replaced icecatalog.Catalog, 
 	}
 	replaced = c.ice
 	c.ice, c.opened = ice, opened
+	if c.locDB != nil {
+		_ = c.locDB.Close()
+	}
+	c.locDB, _ = openLocationDB(c.file)
 	return ice, replaced, nil
 }
 
@@ -269,7 +283,12 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 	if err != nil {
 		return nil, err
 	}
-	tbl, err := ice.LoadTable(ctx, ident)
+	var tbl *table.Table
+	if c.file != "" {
+		tbl, err = c.loadCached(ctx, ice, name, ident)
+	} else {
+		tbl, err = ice.LoadTable(ctx, ident)
+	}
 	if err != nil {
 		return nil, c.classify(name, err)
 	}
@@ -346,6 +365,10 @@ func (c *Catalog) ListTables(ctx context.Context) ([]string, error) {
 func (c *Catalog) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.locDB != nil {
+		_ = c.locDB.Close()
+		c.locDB = nil
+	}
 	return closeIceberg(c.ice)
 }
 

@@ -78,6 +78,11 @@ func run(ctx context.Context) error {
 		"arm (empty: skip it)")
 	flag.IntVar(&cfg.PaimonRows, "paimon-rows", 0, "rows of each Paimon table (0: -rows)")
 	paimonOnly := flag.Bool("paimon-only", false, "run the Paimon arm alone and write its section to -out")
+	histories := flag.String("plan-histories", "1000:10000 1000:100000 10000:10000 10000:100000",
+		"the long Iceberg histories whose one-commit windows are planned, as snapshots:files (empty: skip)")
+	deltaHistories := flag.String("plan-delta-histories", "1000:10000:10 1000:10000:100 10000:10000:100 10000:100000:100",
+		"the long Delta histories planned the same way, as versions:files:checkpoint-interval (empty: skip)")
+	planningOnly := flag.Bool("planning-only", false, "plan the long histories alone and print their section")
 	prepare := flag.Bool("prepare", false, "write (or find written) the cached workloads, measure nothing")
 	render := flag.String("render", "", "render the report of an earlier run from its JSON (the run writes "+
 		"report.json in -work), measure nothing")
@@ -99,6 +104,13 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("-scale-rows: %q is not a row count of at least 400", f)
 		}
 		cfg.ScaleRows = append(cfg.ScaleRows, n)
+	}
+	var err error
+	if cfg.PlanHistories, err = bench.ParsePlanHistories(*histories); err != nil {
+		return fmt.Errorf("-plan-histories: %w", err)
+	}
+	if cfg.PlanDeltaHistories, err = bench.ParseDeltaHistories(*deltaHistories); err != nil {
+		return fmt.Errorf("-plan-delta-histories: %w", err)
 	}
 	if cfg.PeerRows != 0 && len(cfg.ScaleRows) > 0 && !slices.Contains(cfg.ScaleRows, cfg.PeerRows) {
 		return fmt.Errorf("-peer-rows %d is not one of -scale-rows %v", cfg.PeerRows, cfg.ScaleRows)
@@ -136,6 +148,14 @@ func run(ctx context.Context) error {
 		md := rep.PaimonMarkdown("sluice-bench "+strings.Join(relativeArgs(os.Args[1:]), " "), cfg)
 		fmt.Print(md)
 		return os.WriteFile(*out, []byte(md), 0o644)
+	}
+	if *planningOnly {
+		rep, err := bench.RunPlanning(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("load average %s at the start, %s at the end\n%s", rep.LoadStart, rep.LoadEnd, rep.PlanningSection())
+		return nil
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {

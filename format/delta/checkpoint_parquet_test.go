@@ -9,69 +9,17 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/sluicefeed/sluice/internal/testkit/longhist"
 )
 
-// The checkpoint schema of PROTOCOL.md ("Checkpoint Schema"), with the
-// deletion vector and row tracking fields of add and remove.
-var (
-	stringMap = arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String)
-	dvType    = arrow.StructOf(
-		arrow.Field{Name: "storageType", Type: arrow.BinaryTypes.String, Nullable: true},
-		arrow.Field{Name: "pathOrInlineDv", Type: arrow.BinaryTypes.String, Nullable: true},
-		arrow.Field{Name: "offset", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-		arrow.Field{Name: "sizeInBytes", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-		arrow.Field{Name: "cardinality", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		arrow.Field{Name: "maxRowIndex", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	)
-	checkpointSchema = arrow.NewSchema([]arrow.Field{
-		{Name: "txn", Nullable: true, Type: arrow.StructOf(
-			arrow.Field{Name: "appId", Type: arrow.BinaryTypes.String, Nullable: true},
-			arrow.Field{Name: "version", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		)},
-		{Name: "add", Nullable: true, Type: arrow.StructOf(
-			arrow.Field{Name: "path", Type: arrow.BinaryTypes.String, Nullable: true},
-			arrow.Field{Name: "partitionValues", Type: stringMap, Nullable: true},
-			arrow.Field{Name: "size", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-			arrow.Field{Name: "modificationTime", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-			arrow.Field{Name: "dataChange", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-			arrow.Field{Name: "stats", Type: arrow.BinaryTypes.String, Nullable: true},
-			arrow.Field{Name: "tags", Type: stringMap, Nullable: true},
-			arrow.Field{Name: "deletionVector", Type: dvType, Nullable: true},
-			arrow.Field{Name: "baseRowId", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-			arrow.Field{Name: "defaultRowCommitVersion", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		)},
-		{Name: "remove", Nullable: true, Type: arrow.StructOf(
-			arrow.Field{Name: "path", Type: arrow.BinaryTypes.String, Nullable: true},
-			arrow.Field{Name: "deletionTimestamp", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-			arrow.Field{Name: "dataChange", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-			arrow.Field{Name: "deletionVector", Type: dvType, Nullable: true},
-		)},
-		{Name: "metaData", Nullable: true, Type: arrow.StructOf(
-			arrow.Field{Name: "id", Type: arrow.BinaryTypes.String, Nullable: true},
-			arrow.Field{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
-			arrow.Field{Name: "description", Type: arrow.BinaryTypes.String, Nullable: true},
-			arrow.Field{Name: "format", Nullable: true, Type: arrow.StructOf(
-				arrow.Field{Name: "provider", Type: arrow.BinaryTypes.String, Nullable: true},
-				arrow.Field{Name: "options", Type: stringMap, Nullable: true},
-			)},
-			arrow.Field{Name: "schemaString", Type: arrow.BinaryTypes.String, Nullable: true},
-			arrow.Field{Name: "partitionColumns", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
-			arrow.Field{Name: "configuration", Type: stringMap, Nullable: true},
-			arrow.Field{Name: "createdTime", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		)},
-		{Name: "protocol", Nullable: true, Type: arrow.StructOf(
-			arrow.Field{Name: "minReaderVersion", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-			arrow.Field{Name: "minWriterVersion", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-			arrow.Field{Name: "readerFeatures", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
-			arrow.Field{Name: "writerFeatures", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
-		)},
-	}, nil)
-)
+// checkpointSchema is the checkpoint schema of PROTOCOL.md, which the
+// long histories' writer writes too.
+var checkpointSchema = longhist.DeltaCheckpointSchema
 
 // arrowMap returns a map as Arrow's JSON reader takes a map value.
 func arrowMap[V any](m map[string]V) any {

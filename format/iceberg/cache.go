@@ -6,6 +6,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // Sizes of the engine's caches.
@@ -16,6 +18,11 @@ const (
 	// liveCacheSnapshots bounds the snapshots whose scan plans (every live
 	// file with its deletes) are kept; a plan can hold many files.
 	liveCacheSnapshots = 128
+	// historyCacheEntries bounds the lineages kept: each is a slice of a
+	// table's retained snapshots, under a metadata file and a head (about
+	// 4 MiB at 10,000 snapshots); a table's current metadata file needs
+	// two (its main branch and the head of a window).
+	historyCacheEntries = 8
 )
 
 // Cache keeps what planning reads from an Iceberg table's immutable
@@ -27,6 +34,10 @@ const (
 type Cache struct {
 	own  *lru.Cache[string, ownChanges]
 	live *lru.Cache[string, map[string]*table.FileScanTask]
+	// history keeps lineages by metadata file and head: a metadata file
+	// is immutable, and walking a long history anew on every plan would
+	// make planning grow with it.
+	history *lru.Cache[string, lake.History]
 	// flight makes concurrent plans of one snapshot (every follower of a
 	// table, when a commit lands) read its manifests once.
 	flight singleflight.Group
@@ -36,9 +47,23 @@ type Cache struct {
 func NewCache() *Cache {
 	own, _ := lru.New[string, ownChanges](ownCacheSnapshots)
 	live, _ := lru.New[string, map[string]*table.FileScanTask](liveCacheSnapshots)
-	return &Cache{own: own, live: live}
+	history, _ := lru.New[string, lake.History](historyCacheEntries)
+	return &Cache{own: own, live: live, history: history}
 }
 
 func snapshotKey(meta table.Metadata, id int64) string {
 	return fmt.Sprintf("%s/%d", meta.TableUUID(), id)
+}
+
+// historyKey names the lineage of head (nil: the main branch's current
+// snapshot) under the metadata file location ("" when the table has none:
+// not kept).
+func historyKey(location string, head *int64) string {
+	if location == "" {
+		return ""
+	}
+	if head == nil {
+		return location + "#main"
+	}
+	return fmt.Sprintf("%s#%d", location, *head)
 }

@@ -1,7 +1,6 @@
 package iceberg
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/apache/iceberg-go/table"
@@ -31,8 +30,9 @@ func Lineage(meta table.Metadata, head *int64) []lake.Commit {
 	}
 	slices.Reverse(chain)
 	out := make([]lake.Commit, len(chain))
+	current := meta.CurrentSchema().ID // a copy of the schema per call: once, not per snapshot
 	for i, s := range chain {
-		out[i] = snapshotInfo(meta, s)
+		out[i] = snapshotInfo(current, s)
 		if meta.Version() < 2 {
 			var parent *lake.Commit
 			if i > 0 {
@@ -69,14 +69,17 @@ func v1CommitSeq(s lake.Commit, parent *lake.Commit) int64 {
 	return cs
 }
 
-func snapshotInfo(meta table.Metadata, s *table.Snapshot) lake.Commit {
+// snapshotInfo is the lineage entry of s, a copy the metadata returned
+// (its summary becomes the entry's), in a table whose current schema is
+// currentSchema.
+func snapshotInfo(currentSchema int, s *table.Snapshot) lake.Commit {
 	info := lake.Commit{
 		ID:             s.SnapshotID,
 		ParentID:       s.ParentSnapshotID,
 		SequenceNumber: s.SequenceNumber,
 		CommitSeq:      s.SequenceNumber,
 		TimestampMs:    s.TimestampMs,
-		SchemaID:       meta.CurrentSchema().ID,
+		SchemaID:       currentSchema,
 	}
 	if s.SchemaID != nil {
 		info.SchemaID = *s.SchemaID
@@ -84,7 +87,7 @@ func snapshotInfo(meta table.Metadata, s *table.Snapshot) lake.Commit {
 	if s.Summary != nil {
 		info.Operation = string(s.Summary.Operation)
 		if len(s.Summary.Properties) > 0 {
-			info.Summary = maps.Clone(map[string]string(s.Summary.Properties))
+			info.Summary = map[string]string(s.Summary.Properties)
 		}
 	}
 	return info
@@ -111,8 +114,14 @@ func icebergHistory(meta table.Metadata, head *int64) lake.History {
 		h.Expired = true
 		h.ExpiredIDs[*first.ParentID] = true
 	}
+	onLineage := make(map[int64]bool, len(h.Commits))
+	for _, c := range h.Commits {
+		onLineage[c.ID] = true
+	}
 	for entry := range meta.SnapshotLogs() {
-		if meta.SnapshotByID(entry.SnapshotID) == nil {
+		// The metadata holds the lineage's snapshots; others are looked up
+		// (each lookup copies the snapshot).
+		if !onLineage[entry.SnapshotID] && meta.SnapshotByID(entry.SnapshotID) == nil {
 			h.ExpiredIDs[entry.SnapshotID] = true
 			if entry.TimestampMs <= first.TimestampMs {
 				h.Expired = true

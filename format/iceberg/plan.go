@@ -18,7 +18,9 @@ import (
 type ownChanges struct {
 	addedData, removedData       []iceberg.DataFile
 	addedDeletes, removedDeletes []iceberg.DataFile
-	addedSeq                     map[string]*int64
+	// addedSeq and removedSeq are the data sequence numbers of the data
+	// files added and removed, by path.
+	addedSeq, removedSeq map[string]*int64
 }
 
 // snapshotPlanner plans the snapshots of one window. It keeps the scan plan
@@ -90,18 +92,19 @@ func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change
 		return out, ctx.Err()
 	}
 
-	after, err := sp.live(ctx, &s.ID)
-	if err != nil {
-		return out, err
-	}
-	if s.ParentID != nil && sp.meta.SnapshotByID(*s.ParentID) == nil {
-		return out, fmt.Errorf("%w: snapshot %d of table %s deletes rows, and its parent %d, which holds "+
-			"their before-images, has expired; read from snapshot %d on", lake.ErrResyncRequired, s.ID, sp.name,
-			*s.ParentID, s.ID)
-	}
-	before, err := sp.live(ctx, s.ParentID)
-	if err != nil {
-		return out, err
+	before, after, ok := sp.deleteFree(s, own)
+	if !ok {
+		if after, err = sp.live(ctx, &s.ID); err != nil {
+			return out, err
+		}
+		if s.ParentID != nil && sp.meta.SnapshotByID(*s.ParentID) == nil {
+			return out, fmt.Errorf("%w: snapshot %d of table %s deletes rows, and its parent %d, which holds "+
+				"their before-images, has expired; read from snapshot %d on", lake.ErrResyncRequired, s.ID, sp.name,
+				*s.ParentID, s.ID)
+		}
+		if before, err = sp.live(ctx, s.ParentID); err != nil {
+			return out, err
+		}
 	}
 
 	seen := map[string]bool{}
@@ -126,14 +129,18 @@ func (sp *snapshotPlanner) Plan(ctx context.Context, s lake.Commit) (lake.Change
 	for _, df := range own.removedData {
 		add(df.FilePath(), lake.RoleRemoved)
 	}
-	paths := make([]string, 0, len(after))
-	for path := range after {
-		paths = append(paths, path)
-	}
-	slices.Sort(paths)
-	for _, path := range paths {
-		if b, ok := before[path]; ok && deleteSignature(b) != deleteSignature(after[path]) {
-			add(path, lake.RoleDeletes)
+	if len(own.addedDeletes) > 0 || len(own.removedDeletes) > 0 {
+		// Only a snapshot that adds or removes delete files changes which
+		// delete files apply to the data files it keeps.
+		paths := make([]string, 0, len(after))
+		for path := range after {
+			paths = append(paths, path)
+		}
+		slices.Sort(paths)
+		for _, path := range paths {
+			if b, ok := before[path]; ok && deleteSignature(b) != deleteSignature(after[path]) {
+				add(path, lake.RoleDeletes)
+			}
 		}
 	}
 	for _, df := range own.addedData {
@@ -266,7 +273,7 @@ func (sp *snapshotPlanner) own(s lake.Commit) (ownChanges, error) {
 }
 
 func (sp *snapshotPlanner) readOwn(s lake.Commit) (ownChanges, error) {
-	own := ownChanges{addedSeq: map[string]*int64{}}
+	own := ownChanges{addedSeq: map[string]*int64{}, removedSeq: map[string]*int64{}}
 	snap := sp.meta.SnapshotByID(s.ID)
 	manifests, err := snap.Manifests(sp.fs)
 	if err != nil {
@@ -303,6 +310,9 @@ func (sp *snapshotPlanner) readOwn(s lake.Commit) (ownChanges, error) {
 				// merge keeps only the snapshot's own DELETED entries.
 				if data {
 					own.removedData = append(own.removedData, df)
+					if seq := entry.SequenceNum(); seq >= 0 {
+						own.removedSeq[df.FilePath()] = &seq
+					}
 				} else {
 					own.removedDeletes = append(own.removedDeletes, df)
 				}
@@ -345,6 +355,39 @@ func checkSummary(name string, s lake.Commit, own ownChanges) error {
 		}
 	}
 	return nil
+}
+
+// deleteFree returns the part of the scan plans of snapshot s and its
+// parent that s changes (the data files it removed, before; those it
+// added, after) when no delete file applies on either side: the parent's
+// summary counts no delete file in its state and s adds and removes none.
+// Those plans are then the files' own entries, and planning s reads only
+// its own manifests, whatever the size of the table. ok is false when
+// that cannot be known (no parent summary with the count, a parent that
+// expired) or a delete file applies, and in format v3, whose row lineage
+// fields are read from the entries the full plan reads.
+func (sp *snapshotPlanner) deleteFree(s lake.Commit, own ownChanges) (before, after map[string]*table.FileScanTask,
+	ok bool) {
+	if sp.meta.Version() >= 3 || len(own.addedDeletes) > 0 || len(own.removedDeletes) > 0 {
+		return nil, nil, false
+	}
+	if s.ParentID != nil {
+		parent := sp.meta.SnapshotByID(*s.ParentID)
+		if parent == nil || parent.Summary == nil || parent.Summary.Properties["total-delete-files"] != "0" {
+			return nil, nil, false
+		}
+	}
+	before = make(map[string]*table.FileScanTask, len(own.removedData))
+	for _, df := range own.removedData {
+		before[df.FilePath()] = &table.FileScanTask{File: df, Length: df.FileSizeBytes(),
+			DataSequenceNumber: own.removedSeq[df.FilePath()]}
+	}
+	after = make(map[string]*table.FileScanTask, len(own.addedData))
+	for _, df := range own.addedData {
+		after[df.FilePath()] = &table.FileScanTask{File: df, Length: df.FileSizeBytes(),
+			DataSequenceNumber: own.addedSeq[df.FilePath()]}
+	}
+	return before, after, true
 }
 
 // live returns the scan plan of a snapshot (empty for nil: the state

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -20,7 +21,7 @@ func NewTable(tbl *table.Table, cache *Cache) lake.Table {
 	if cache == nil {
 		cache = NewCache()
 	}
-	return &icebergTable{tbl: tbl, meta: tbl.Metadata(), cache: cache}
+	return &icebergTable{tbl: tbl, meta: tbl.Metadata(), cache: cache, location: tbl.MetadataLocation()}
 }
 
 // icebergTable is the Iceberg format behind the engine's Table seam.
@@ -28,12 +29,27 @@ type icebergTable struct {
 	tbl   *table.Table
 	meta  table.Metadata
 	cache *Cache
+	// location is the table's metadata file ("" when it has none).
+	location string
 }
 
 func (t *icebergTable) Format() string     { return lake.FormatIceberg }
 func (t *icebergTable) FormatVersion() int { return t.meta.Version() }
 
-func (t *icebergTable) History(head *int64) lake.History { return icebergHistory(t.meta, head) }
+// History returns the lineage of head from the cache when this metadata
+// file's was walked before. The caller gets its own slice of commits.
+func (t *icebergTable) History(head *int64) lake.History {
+	key := historyKey(t.location, head)
+	h, ok := t.cache.history.Get(key)
+	if !ok {
+		h = icebergHistory(t.meta, head)
+		if key != "" {
+			t.cache.history.Add(key, h)
+		}
+	}
+	h.Commits = slices.Clone(h.Commits)
+	return h
+}
 
 func (t *icebergTable) HasCommit(id int64) bool { return t.meta.SnapshotByID(id) != nil }
 

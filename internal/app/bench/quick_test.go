@@ -329,3 +329,57 @@ func TestPaimonArmTiny(t *testing.T) {
 		t.Fatalf("second write: %+v, %v; want the tables reused", again, err)
 	}
 }
+
+// TestPlanningTiny plans the windows of a tiny Iceberg and a tiny Delta
+// history through flightd: each window has its cold plan, its warm ones
+// and the files the plan reads, and the section a row per window.
+func TestPlanningTiny(t *testing.T) {
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "github.com/sluicefeed/sluice/cmd/flightd")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build flightd: %v\n%s", err, out)
+	}
+	ice, err := ParsePlanHistories("20:40")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, err := ParseDeltaHistories("10:20:4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Work: filepath.Join(dir, "work"), Flightd: filepath.Join(dir, "flightd"), PlanHistories: ice,
+		PlanDeltaHistories: dl, Log: testLog{t}}
+	rep, err := RunPlanning(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Planning) != 2 {
+		t.Fatalf("%d histories planned, want 2", len(rep.Planning))
+	}
+	for _, h := range rep.Planning {
+		if len(h.Windows) != 2 || h.PeakMiB <= 0 {
+			t.Fatalf("%s: windows %+v, peak %v", h.Format, h.Windows, h.PeakMiB)
+		}
+		for _, w := range h.Windows {
+			if w.ColdSeconds <= 0 || len(w.WarmSeconds) != planWarmRuns || w.Files <= 0 {
+				t.Errorf("%s %s: %+v", h.Format, w.Name, w)
+			}
+		}
+		// The closing rewrite removes one file and adds one.
+		if w := h.Windows[1]; w.Files != 2 {
+			t.Errorf("%s %s reads %d files, want 2", h.Format, w.Name, w.Files)
+		}
+	}
+	md := rep.PlanningSection()
+	for _, s := range []string{"| Iceberg | 20 | 40 |", "| Delta | 10 | 20 | 4 |"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("the section lacks %q:\n%s", s, md)
+		}
+	}
+	if _, err := ParsePlanHistories("10"); err == nil {
+		t.Error("-plan-histories 10: no error")
+	}
+	if _, err := ParseDeltaHistories("10:20"); err == nil {
+		t.Error("-plan-delta-histories 10:20: no error")
+	}
+}

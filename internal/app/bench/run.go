@@ -17,6 +17,7 @@ import (
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
+	"github.com/sluicefeed/sluice/internal/testkit/longhist"
 )
 
 // Config configures a benchmark run.
@@ -54,7 +55,13 @@ type Config struct {
 	// the rows of each of its tables (0: Rows).
 	PaimonPython string
 	PaimonRows   int
-	Log          io.Writer `json:"-"`
+	// PlanHistories are the long Iceberg histories whose one-commit
+	// windows are planned (none: skip them).
+	PlanHistories []longhist.IcebergParams
+	// PlanDeltaHistories are the long Delta histories planned the same
+	// way.
+	PlanDeltaHistories []longhist.DeltaParams
+	Log                io.Writer `json:"-"`
 }
 
 // Arm is one measured way of reading.
@@ -109,6 +116,8 @@ type Report struct {
 	Peers []PeerArm
 	// Scale is the scale curve, one point per table size.
 	Scale []ScalePoint
+	// Planning is the planning of the long histories.
+	Planning []PlanHistory
 }
 
 func (c Config) logf(format string, args ...any) {
@@ -259,6 +268,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if err := runScale(ctx, cfg, rep); err != nil {
+		return nil, err
+	}
+	if err := runPlanning(ctx, cfg, rep); err != nil {
 		return nil, err
 	}
 
@@ -526,6 +538,18 @@ func Prepare(ctx context.Context, cfg Config) error {
 			cfg.logf("wrote the %d-row scale table in %.1f s", n, s.WriteSeconds)
 		}
 	}
+	for _, p := range cfg.PlanHistories {
+		cfg.logf("writing (or reusing) the history of %d snapshots and %d files", p.Snapshots, p.Files)
+		if _, _, err := writePlanHistory(ctx, filepath.Join(cfg.Work, "planning"), p); err != nil {
+			return err
+		}
+	}
+	for _, p := range cfg.PlanDeltaHistories {
+		cfg.logf("writing (or reusing) the Delta history of %d versions and %d files", p.Versions, p.Files)
+		if _, _, _, err := writeDeltaHistory(ctx, filepath.Join(cfg.Work, "planning", "delta"), p); err != nil {
+			return err
+		}
+	}
 	if cfg.MemRows > 0 {
 		cfg.logf("writing (or reusing) the bounded-memory workload (%d rows)", cfg.MemRows)
 		if _, err := WriteMemoryCached(ctx, filepath.Join(cfg.Work, "memory"), cfg.MemRows, cfg.MemFileRows); err != nil {
@@ -553,3 +577,17 @@ func Prepare(ctx context.Context, cfg Config) error {
 	cfg.logf("the workloads are ready")
 	return nil
 }
+
+// RunPlanning measures the planning of the long histories alone (the
+// rest of a run is skipped): for `sluice-bench -planning-only`.
+func RunPlanning(ctx context.Context, cfg Config) (*Report, error) {
+	rep := &Report{Started: time.Now(), Refs: map[string]string{}, LoadStart: loadAverage()}
+	if err := runPlanning(ctx, cfg, rep); err != nil {
+		return nil, err
+	}
+	rep.LoadEnd = loadAverage()
+	return rep, nil
+}
+
+// PlanningSection renders the planning section of rep alone.
+func (r *Report) PlanningSection() string { return r.planningSection() }

@@ -93,6 +93,22 @@ type cachedMarker struct {
 // still there; otherwise it empties dir, calls write on a fresh warehouse
 // there and records what it returned.
 func cached[T any](ctx context.Context, dir string, params any, write func(*catalog.Catalog) (*T, error)) (*T, bool, error) {
+	return cachedDir(ctx, dir, params, "catalog.db", func() (*T, error) {
+		cat, err := tablewrite.OpenWarehouse(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		defer cat.Close()
+		return write(cat)
+	})
+}
+
+// cachedDir returns the workload the marker file dir+".json" records when
+// it was written by this version with the same params and dir still holds
+// the file present; otherwise it empties dir, calls write and records what
+// it returned.
+func cachedDir[T any](_ context.Context, dir string, params any, present string, write func() (*T, error)) (*T, bool,
+	error) {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return nil, false, err
@@ -103,7 +119,7 @@ func cached[T any](ctx context.Context, dir string, params any, write func(*cata
 		var have bytes.Buffer
 		if json.Unmarshal(b, &m) == nil && json.Compact(&have, m.Params) == nil && m.Version == workloadVersion &&
 			bytes.Equal(have.Bytes(), p) {
-			if _, err := os.Stat(filepath.Join(dir, "catalog.db")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, present)); err == nil {
 				var out T
 				if err := json.Unmarshal(m.Result, &out); err == nil {
 					return &out, true, nil
@@ -117,12 +133,7 @@ func cached[T any](ctx context.Context, dir string, params any, write func(*cata
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, false, err
 	}
-	cat, err := tablewrite.OpenWarehouse(ctx, dir)
-	if err != nil {
-		return nil, false, err
-	}
-	out, err := write(cat)
-	cat.Close()
+	out, err := write()
 	if err != nil {
 		return nil, false, err
 	}
