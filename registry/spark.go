@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
@@ -13,8 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/spark"
 )
 
@@ -82,7 +81,7 @@ func (r *sparkRouter) route(ctx context.Context, name string, native feed.Table)
 	verdict, err := r.verdict(ctx, name, sess, t)
 	if err != nil {
 		if rt.backend == BackendSpark || !fallsBack(err) {
-			return nil, feedError(fmt.Errorf("table %s through Spark (%s): %w", name, remote, err))
+			return nil, fmt.Errorf("table %s through Spark (%s): %w", name, remote, err)
 		}
 		// auto: serve natively, and say why; detect again next load.
 		v := feed.Verdict{Backend: feed.BackendNative, Remote: remote, Chosen: string(spark.EngineNative),
@@ -101,7 +100,7 @@ func (r *sparkRouter) route(ctx context.Context, name string, native feed.Table)
 		route.Verdict = v
 		if rt.backend == BackendSpark {
 			return nil, fmt.Errorf("%w: table %s has backend: spark, but no Spark engine serves it: %s",
-				feed.ErrUnsupported, name, verdict.Reason)
+				spark.ErrNoChangeEngine, name, verdict.Reason)
 		}
 	} else {
 		route.Backend = &sparkWindows{router: r, name: name, sess: sess, table: t, engine: verdict.Chosen}
@@ -111,11 +110,17 @@ func (r *sparkRouter) route(ctx context.Context, name string, native feed.Table)
 }
 
 // fallsBack reports whether a detection error lets auto serve the table
-// natively: the server is unreachable, or does not know the table, or
-// refused the probes.
+// natively, by its class (errclass): the server is unreachable
+// (Unavailable), does not know the table (NotFound), or refused the probes
+// (FailedPrecondition). A request Spark cannot be sent (InvalidArgument: a
+// name that does not parse) or a bug fails the load.
 func fallsBack(err error) bool {
-	return errors.Is(err, spark.ErrUnavailable) || errors.Is(err, spark.ErrTableNotFound) ||
-		errors.Is(err, spark.ErrQuery) || errors.Is(err, spark.ErrNoChangeEngine)
+	c, _ := errclass.Of(err)
+	switch c {
+	case errclass.Unavailable, errclass.NotFound, errclass.FailedPrecondition:
+		return true
+	}
+	return false
 }
 
 // verdict returns the table's cached verdict, or detects it (logged by
@@ -191,8 +196,7 @@ func (w *sparkWindows) ReadWindow(ctx context.Context, fw feed.Window) iter.Seq2
 				if ctx.Err() == nil {
 					w.router.forget(w.name)
 				}
-				yield(nil, feedError(fmt.Errorf("table %s through Spark (%s, %s): %w", w.name, w.sess.Remote(),
-					w.engine, err)))
+				yield(nil, fmt.Errorf("table %s through Spark (%s, %s): %w", w.name, w.sess.Remote(), w.engine, err))
 				return
 			}
 			rec.Retain() // the session releases it when yield returns; the engine releases ours
@@ -201,34 +205,4 @@ func (w *sparkWindows) ReadWindow(ctx context.Context, fw feed.Window) iter.Seq2
 			}
 		}
 	}
-}
-
-// feedError adds to a Spark error the engine's sentinel of the same
-// meaning, which the server maps to its gRPC code: a server that went away
-// is Unavailable (and a follow stream retries it), an expired start
-// FailedPrecondition, an unknown version NotFound.
-func feedError(err error) error {
-	var sentinel error
-	switch {
-	case errors.Is(err, spark.ErrUnavailable):
-		sentinel = feed.ErrStorageUnavailable
-	case errors.Is(err, spark.ErrHistoryExpired):
-		sentinel = feed.ErrResyncRequired
-	case errors.Is(err, spark.ErrVersionNotFound):
-		sentinel = feed.ErrSnapshotNotFound
-	case errors.Is(err, spark.ErrTableNotFound):
-		sentinel = catalog.ErrTableNotFound
-	case errors.Is(err, spark.ErrInvalidRequest):
-		sentinel = feed.ErrInvalidRequest
-	case errors.Is(err, spark.ErrNoChangeEngine), errors.Is(err, spark.ErrQuery):
-		sentinel = feed.ErrUnsupported
-	case errors.Is(err, spark.ErrUnknownChangeType):
-		sentinel = feed.ErrInternal
-	default:
-		return err
-	}
-	if errors.Is(err, sentinel) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", sentinel, err)
 }

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
@@ -86,10 +86,10 @@ func TestSparkUnreachable(t *testing.T) {
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "auto.t") {
 		t.Fatalf("no warning of the fallback:\n%s", logs.String())
 	}
-	if _, err := eng.Plan(ctx, feed.Request{Table: "auto.t", Backend: feed.BackendSpark}); !errors.Is(err, feed.ErrUnsupported) {
+	if _, err := eng.Plan(ctx, feed.Request{Table: "auto.t", Backend: feed.BackendSpark}); !isClass(err, errclass.FailedPrecondition) {
 		t.Fatalf("auto, forced spark: %v", err)
 	}
-	if _, err := eng.Plan(ctx, feed.Request{Table: "forced.t"}); !errors.Is(err, feed.ErrStorageUnavailable) {
+	if _, err := eng.Plan(ctx, feed.Request{Table: "forced.t"}); !isClass(err, errclass.Unavailable) {
 		t.Fatalf("backend spark: %v, want Unavailable", err)
 	}
 	p, err = eng.Plan(ctx, feed.Request{Table: "off.t"})
@@ -105,4 +105,11 @@ func TestSparkUnreachable(t *testing.T) {
 			t.Errorf("%s listed without its verdict", ti.Name)
 		}
 	}
+}
+
+// isClass reports whether err has class c, as the server maps it to a
+// gRPC code.
+func isClass(err error, c errclass.Class) bool {
+	got, ok := errclass.Of(err)
+	return ok && got == c
 }
