@@ -15,6 +15,7 @@
 // forgotten after a failed read through Spark), and is returned as a
 // feed.Routed table whose windows a feed.WindowBackend reads through
 // Spark, or natively when the verdict or the request says so. Spark's
-// errors are given the engine's sentinel of the same meaning (feedError),
-// so that the server's gRPC codes apply.
+// errors keep the sentinels of package spark, each declared with its class
+// of failure (internal/lib/errclass), which the server maps to a gRPC
+// code; the router decides by class whether a table falls back to native.
 package registry
