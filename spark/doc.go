@@ -35,7 +35,13 @@
 // the latest commit pinned when the end is absent, an empty window sent
 // nowhere), the projection, and the filter as a structured [Expr] written
 // with quoted identifiers and typed literals (no request text reaches
-// Spark's parser). An update pair is kept or dropped whole under a filter.
+// Spark's parser; [FromFilter] translates Sluice's filter language into
+// it, all of it or the conjuncts it can). The filter keeps what SPEC §3
+// keeps: an insert whose image matches, a delete whose image does not
+// fail to match (a null keeps it), and an update pair whole when either
+// image matches — it is evaluated over the pair (a window over the
+// commit and the pairing key), never row by row in a WHERE that could
+// split it.
 // Rows come ordered by commit, deletes first, each update_before right
 // before its update_after (Delta pairs by row id, Iceberg by the request's
 // identity columns); both dialects of _change_type map onto [Op], an
