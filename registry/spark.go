@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/filter"
 	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/spark"
 )
@@ -181,12 +182,23 @@ type sparkWindows struct {
 	engine spark.Engine
 }
 
-// ReadWindow reads the window through Spark. A failed read (but for the
+// PushFilter reports how much of a filter Spark evaluates: what
+// spark.FromFilter translates into its SQL.
+func (w *sparkWindows) PushFilter(e filter.Expr) (pushed, exact bool) {
+	x, exact := spark.FromFilter(e)
+	return x != nil, exact
+}
+
+// ReadWindow reads the window through Spark, with the part of its filter
+// that Spark's SQL can write. A failed read (but for the
 // caller's cancellation) forgets the table's verdict, so that the next
 // load detects again.
 func (w *sparkWindows) ReadWindow(ctx context.Context, fw feed.Window) iter.Seq2[arrow.RecordBatch, error] {
 	req := spark.Request{Table: w.table, Engine: w.engine, Window: spark.Window{To: spark.AtVersion(fw.To)},
 		Columns: fw.Columns, Identity: fw.Identity}
+	if fw.Filter != nil {
+		req.Filter, _ = spark.FromFilter(fw.Filter)
+	}
 	if fw.From != nil {
 		req.Window.From = spark.AtVersion(*fw.From)
 	}
