@@ -27,9 +27,12 @@ type sparkRouter struct {
 	log      *slog.Logger
 	verdicts *prometheus.GaugeVec
 
-	mu sync.Mutex // guards cached and labels
+	mu sync.Mutex // guards cached, described and labels
 	// cached are the verdicts of Spark-routed tables, by Sluice name.
 	cached map[string]spark.Verdict
+	// described are the descriptions of the tables Spark alone serves, by
+	// Sluice name.
+	described map[string]spark.Description
 	// labels are the metric labels set for each table, to delete when its
 	// verdict changes.
 	labels map[string]prometheus.Labels
@@ -39,7 +42,8 @@ type sparkRouter struct {
 // made on first use: a server down at start is found by the first
 // detection, and its tables then fall back or fail as their backend says).
 func newSparkRouter(cfg SparkConfig, mem memory.Allocator, log *slog.Logger) (*sparkRouter, error) {
-	r := &sparkRouter{cfg: cfg, log: log, cached: map[string]spark.Verdict{}, labels: map[string]prometheus.Labels{},
+	r := &sparkRouter{cfg: cfg, log: log, cached: map[string]spark.Verdict{},
+		described: map[string]spark.Description{}, labels: map[string]prometheus.Labels{},
 		verdicts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_table_backend",
 			Help: "The backend verdict of each table configured for a Spark Connect server (1 per table)."},
 			[]string{"table", "backend", "chosen", "fell_back"})}
@@ -143,10 +147,12 @@ func (r *sparkRouter) verdict(ctx context.Context, name string, sess *spark.Sess
 	return v, nil
 }
 
-// forget drops a table's cached verdict: the next load detects again.
+// forget drops a table's cached verdict (and description): the next load
+// detects again.
 func (r *sparkRouter) forget(name string) {
 	r.mu.Lock()
 	delete(r.cached, name)
+	delete(r.described, name)
 	r.mu.Unlock()
 }
 

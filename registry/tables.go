@@ -18,6 +18,7 @@ import (
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/format/paimon"
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
@@ -113,11 +114,23 @@ func (s *Tables) Close() error {
 const nameCheckInterval = 10 * time.Second
 
 // Load loads a table of any format, routed to its Spark Connect
-// server when the Spark configuration names it (see ServeSpark).
+// server when the Spark configuration names it (see ServeSpark). A routed
+// table that Sluice does not find (NotFound) is served by Spark alone,
+// with its history as Spark reports it.
 func (s *Tables) Load(ctx context.Context, name string) (feed.Table, error) {
 	tbl, err := s.loadNative(ctx, name)
-	if err != nil || s.spark == nil {
+	if s.spark == nil {
 		return tbl, err
+	}
+	if err != nil {
+		if c, _ := errclass.Of(err); c != errclass.NotFound {
+			return nil, err
+		}
+		only, ok, serr := s.spark.sparkOnly(ctx, name)
+		if !ok {
+			return nil, err
+		}
+		return only, serr
 	}
 	return s.spark.route(ctx, name, tbl)
 }
@@ -249,6 +262,9 @@ func (s *Tables) ListTables(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		more = append(more, pm...)
+	}
+	if s.spark != nil {
+		more = append(more, s.spark.list(ctx)...)
 	}
 	// A name both serve is listed once; loading it says why it is not
 	// served.
