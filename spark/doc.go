@@ -65,6 +65,15 @@
 // Spark computes the rows, so the contract holds where Spark's engines
 // hold it: Iceberg's changelog view has no commit time (ts comes from the
 // snapshots table) and cannot read merge-on-read updates (the verdict
-// falls back); without identity columns it pairs nothing; fold_updates is
-// left to Sluice.
+// falls back); without identity columns it pairs nothing. Folding update
+// pairs is left to Sluice, and so is netting: Request.NetChanges asks
+// Spark's (Delta's netChanges by row id, Iceberg's net_changes by whole
+// row), which is not Sluice's per-identity netting, so flightd does not
+// set it.
+//
+// # Tables Spark alone serves
+//
+// [Session.Describe] gives a table's provider and schema, [Session.History]
+// its commits (with their parents) and [Session.ListTables] the tables of
+// a namespace: what serving a table Sluice cannot read itself needs.
 package spark
