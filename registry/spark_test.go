@@ -96,9 +96,20 @@ func TestSparkUnreachable(t *testing.T) {
 	if err != nil || p.Backend == nil || p.Backend.FellBack || p.Backend.Backend != feed.BackendNative {
 		t.Fatalf("backend native: %+v, %v", p, err)
 	}
+	// A routed name Sluice does not find would be served by Spark alone:
+	// Unavailable while the server is; under backend native, not found.
+	if _, err := eng.Plan(ctx, feed.Request{Table: "auto.ghost"}); !isClass(err, errclass.Unavailable) {
+		t.Fatalf("a table only Spark could serve, server down: %v, want Unavailable", err)
+	}
+	if _, err := eng.Plan(ctx, feed.Request{Table: "off.ghost"}); !isClass(err, errclass.NotFound) {
+		t.Fatalf("backend native, no such table: %v, want NotFound", err)
+	}
 	tabs, _, err := eng.ListTables(ctx, nil)
 	if err != nil || len(tabs) != 2 {
 		t.Fatalf("listing: %+v, %v (forced.t cannot be loaded)", tabs, err)
+	}
+	if !strings.Contains(logs.String(), "spark: cannot list a namespace") {
+		t.Errorf("the namespaces Spark could not list are not in the log:\n%s", logs.String())
 	}
 	for _, ti := range tabs {
 		if ti.Backend == nil {

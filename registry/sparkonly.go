@@ -22,10 +22,10 @@ import (
 // its windows go to its Spark engine. A table no Spark engine serves is
 // spark.ErrNoChangeEngine (FailedPrecondition), with the verdict's reason.
 func (r *sparkRouter) sparkOnly(ctx context.Context, name string) (feed.Table, bool, error) {
-	rt, ok := r.cfg.lookup(name)
-	if !ok || rt.backend == BackendNative {
+	if !r.mayServeAlone(name) {
 		return nil, false, nil
 	}
+	rt, _ := r.cfg.lookup(name)
 	sess := r.sessions[rt.server]
 	desc, err := r.describe(ctx, name, sess, rt.name)
 	if err != nil {
@@ -56,6 +56,13 @@ func (r *sparkRouter) sparkOnly(ctx context.Context, name string) (feed.Table, b
 	route := feed.Route{Verdict: v, Backend: &sparkWindows{router: r, name: name, sess: sess, table: t,
 		engine: verdict.Chosen}}
 	return feed.Routed(tbl, route), true, nil
+}
+
+// mayServeAlone reports whether the configuration routes name to Spark
+// with a backend other than native: Spark may serve it alone.
+func (r *sparkRouter) mayServeAlone(name string) bool {
+	rt, ok := r.cfg.lookup(name)
+	return ok && rt.backend != BackendNative
 }
 
 // describe returns the cached description of a Spark-only table, or asks
