@@ -39,10 +39,15 @@ func sparkSession(t *testing.T, srv *testsvc.SparkServer) *spark.Session {
 	return s
 }
 
+// sparkExec runs statements, each within 10 minutes (a loaded machine
+// makes Spark slow; a statement that never ends fails the test).
 func sparkExec(t *testing.T, s *spark.Session, statements ...string) {
 	t.Helper()
 	for _, st := range statements {
-		if err := s.Exec(t.Context(), st); err != nil {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+		err := s.Exec(ctx, st)
+		cancel()
+		if err != nil {
 			t.Fatalf("%s: %v", st, err)
 		}
 	}
@@ -137,6 +142,9 @@ func TestSparkDeltaServed(t *testing.T) {
 		"INSERT INTO plain VALUES (1, 'a')",
 		"CREATE TABLE big (id BIGINT, pad STRING) USING delta TBLPROPERTIES ('delta.enableRowTracking' = 'true')",
 		"INSERT INTO big SELECT id, repeat('x', 200) FROM range(0, 300000)",
+		"CREATE TABLE solo (id INT, c STRING) USING delta TBLPROPERTIES ('delta.enableRowTracking' = 'true')",
+		"INSERT INTO solo VALUES (1, 'a'), (2, 'b')",
+		"UPDATE solo SET c = 'bb' WHERE id = 2",
 	)
 	f := sparkFlightd(t, dir, fmt.Sprintf(`spark:
   remote: %s
@@ -144,6 +152,7 @@ func TestSparkDeltaServed(t *testing.T) {
     delta.rt: spark_catalog.default.rt
     delta.plain: spark_catalog.default.plain
     delta.big: {name: spark_catalog.default.big, backend: spark}
+    lake.solo: spark_catalog.default.solo
 `, srv.Remote), "--delta-root", filepath.Join(dir, "spark-warehouse"), "--poll-interval", "200ms",
 		"--progress-dsn", filepath.Join(dir, "consumers.db"), "--log-level", "info")
 	ctx := t.Context()
@@ -180,22 +189,48 @@ func TestSparkDeltaServed(t *testing.T) {
 		bothWays(t, ctx, c, sluice.ChangeRequest{Table: "delta.rt", FromSnapshot: &from, ToSnapshot: &to,
 			Columns: []string{"c"}, Identity: []string{"id"}})
 	})
-	t.Run("what Spark is not asked for runs natively, or is refused when forced", func(t *testing.T) {
-		p, err := c.Explain(ctx, sluice.ChangeRequest{Table: "delta.rt", Filter: "id = 2"})
-		if err != nil || p.Backend.Backend != "native" || !strings.Contains(p.Backend.Reason, "a filter") {
-			t.Fatalf("explain with a filter: %+v, %v", p, err)
+	t.Run("filter, fold_updates and net_changes through Spark equal the native feed", func(t *testing.T) {
+		id := []string{"id"}
+		for _, tc := range []struct {
+			name   string
+			req    sluice.ChangeRequest
+			reason string
+		}{
+			// The update pair b -> bb is kept whole: its before-image
+			// matches, its after-image does not.
+			{"filter on a pair's before-image", sluiceReq("delta.rt", id, "c = 'b'"), "evaluated in Spark's SQL"},
+			{"filter on a column not projected", sluice.ChangeRequest{Table: "delta.rt", Identity: id,
+				Filter: "id IN (1, 2) AND c IS NOT NULL", Columns: []string{"c"}}, "evaluated in Spark's SQL"},
+			{"filter that drops a delete", sluiceReq("delta.rt", id, "c != 'a'"), "evaluated in Spark's SQL"},
+			{"fold_updates", sluice.ChangeRequest{Table: "delta.rt", Identity: id, FoldUpdates: true},
+				"folds Spark's update pairs"},
+			{"net_changes with a filter", sluice.ChangeRequest{Table: "delta.rt", Identity: id, NetChanges: true,
+				Filter: "id >= 2"}, "Sluice nets"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				p, err := c.Explain(ctx, tc.req)
+				if err != nil || p.Backend == nil || p.Backend.Backend != "spark" ||
+					!strings.Contains(p.Backend.Reason, tc.reason) {
+					t.Fatalf("explain: %+v, %v; want backend spark, %q in the reason", p.Backend, err, tc.reason)
+				}
+				rows := bothWays(t, ctx, c, tc.req)
+				t.Logf("rows:\n  %s", strings.Join(rows, "\n  "))
+				if changeLines(rows) == 0 {
+					t.Fatal("no change: the case tests nothing")
+				}
+			})
 		}
-		_, err = c.Explain(ctx, sluice.ChangeRequest{Table: "delta.rt", Filter: "id = 2", Backend: "spark"})
-		if sluice.Code(err) != codes.FailedPrecondition {
-			t.Fatalf("forced spark with a filter: %v", err)
-		}
-		_, err = c.Explain(ctx, sluice.ChangeRequest{Table: "delta.plain", Backend: "spark"})
+		_, err := c.Explain(ctx, sluice.ChangeRequest{Table: "delta.plain", Backend: "spark", Filter: "id = 1"})
 		if sluice.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "requires row tracking") {
 			t.Fatalf("forced spark on the table without row tracking: %v", err)
 		}
 		_, err = c.Explain(ctx, sluice.ChangeRequest{Table: "delta.rt", Backend: "duckdb"})
 		if sluice.Code(err) != codes.InvalidArgument {
 			t.Fatalf("backend duckdb: %v", err)
+		}
+		_, err = c.Explain(ctx, sluice.ChangeRequest{Table: "delta.rt", Backend: "spark", Filter: "nope = 1"})
+		if sluice.Code(err) != codes.InvalidArgument {
+			t.Fatalf("forced spark with a filter on an unknown column: %v", err)
 		}
 	})
 	t.Run("commit_seq, snapshots, follow and a consumer through Spark", func(t *testing.T) {
@@ -238,6 +273,94 @@ func TestSparkDeltaServed(t *testing.T) {
 		}
 	})
 
+	t.Run("a table Spark alone serves has its history from DESCRIBE HISTORY", func(t *testing.T) {
+		// lake.solo is no table of Sluice's: Spark alone serves it. Its
+		// folder is also delta.solo, which Sluice reads natively.
+		if so := verdicts(t, ctx, c)["lake.solo"]; so == nil || so.Backend != "spark" || so.Chosen != "spark_native" ||
+			!strings.Contains(so.Reason, "cannot read the table's files") {
+			t.Fatalf("lake.solo's verdict %+v", so)
+		}
+		snaps, err := c.Snapshots(ctx, "lake.solo")
+		if err != nil || len(snaps) != 3 || snaps[2].ID != 2 || snaps[2].Operation != "UPDATE" {
+			t.Fatalf("snapshots %+v, %v", snaps, err)
+		}
+		st, err := c.CommitSeq(ctx, "lake.solo")
+		if err != nil || st.CommitSeq != 2 || st.Snapshot == nil || *st.Snapshot != 2 {
+			t.Fatalf("commit_seq %+v, %v", st, err)
+		}
+		rowsOf := func(req sluice.ChangeRequest) []string {
+			rdr, err := c.Changes(ctx, req)
+			if err != nil {
+				t.Fatalf("%+v: %v", req, err)
+			}
+			defer rdr.Release()
+			rows, err := readRows(rdr)
+			if err != nil {
+				t.Fatalf("%+v: %v", req, err)
+			}
+			return rows
+		}
+		for _, req := range []sluice.ChangeRequest{
+			{Identity: []string{"id"}},
+			{Identity: []string{"id"}, Filter: "c = 'b'", Columns: []string{"c"}},
+			{Identity: []string{"id"}, FromSnapshot: ptr(0), NetChanges: true},
+		} {
+			alone, native := req, req
+			alone.Table, native.Table, native.Backend = "lake.solo", "delta.solo", "native"
+			got, want := rowsOf(alone), rowsOf(native)
+			if !slices.Equal(got, want) || changeLines(got) == 0 {
+				t.Fatalf("%+v through Spark alone:\n  %s\nnatively:\n  %s", req, strings.Join(got, "\n  "),
+					strings.Join(want, "\n  "))
+			}
+		}
+		if _, err := c.Explain(ctx, sluice.ChangeRequest{Table: "lake.solo", Backend: "native"}); sluice.Code(err) !=
+			codes.InvalidArgument {
+			t.Fatalf("backend native for a table Spark alone serves: %v", err)
+		}
+		if _, err := c.Explain(ctx, sluice.ChangeRequest{Table: "lake.solo", FromSnapshot: ptr(7)}); sluice.Code(err) !=
+			codes.NotFound {
+			t.Fatalf("a version the history does not hold: %v", err)
+		}
+
+		fctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		full, err := c.Subscribe(fctx, sluice.SubscribeRequest{Table: "lake.solo", Start: sluice.StartLatestFull})
+		if err == nil {
+			for _, err = range full.All() {
+				break
+			}
+			full.Release()
+		}
+		if sluice.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("latest-full on a table Spark alone serves: %v", err)
+		}
+		sub, err := c.Subscribe(fctx, sluice.SubscribeRequest{Table: "lake.solo", Consumer: "solo", Start: "latest"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Release()
+		sparkExec(t, s, "INSERT INTO solo VALUES (3, 'c')")
+		var got []string
+		for b, err := range sub.All() {
+			if err != nil {
+				t.Fatalf("follow: %v after %q", err, got)
+			}
+			got = append(got, batchLines(b)...)
+			if b.Meta.SnapshotComplete && b.Meta.Snapshot == 3 {
+				if _, err := c.Ack(ctx, "solo", "lake.solo", 3); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		if n := changeLines(got); n != 1 || !strings.HasPrefix(got[0], "insert ") || !strings.Contains(got[0], `"id":3`) ||
+			!strings.HasSuffix(got[0], "@3") {
+			t.Fatalf("followed %d changes, want the insert of version 3:\n  %s", n, strings.Join(got, "\n  "))
+		}
+		if st, err := c.CommitSeq(ctx, "lake.solo"); err != nil || st.CommitSeq != 3 {
+			t.Fatalf("commit_seq after the insert %+v, %v", st, err)
+		}
+	})
 	t.Run("a cancelled stream interrupts the Spark job", func(t *testing.T) {
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -304,6 +427,11 @@ func TestSparkDeltaServed(t *testing.T) {
 	})
 }
 
+// sluiceReq is a request of table with identity and a filter.
+func sluiceReq(table string, identity []string, filter string) sluice.ChangeRequest {
+	return sluice.ChangeRequest{Table: table, Identity: identity, Filter: filter}
+}
+
 // changeLines counts the change rows among readRows' lines.
 func changeLines(lines []string) int {
 	n := 0
@@ -344,7 +472,9 @@ func TestSparkIcebergServed(t *testing.T) {
 		"UPDATE ice.db.mor SET c = 'bb' WHERE id = 2",
 	)
 	yml := func(remote string) string {
-		return fmt.Sprintf("spark:\n  remote: %s\n  namespaces:\n    db: ice.db\n", remote)
+		// sonly.<t> is ice.db.<t> too, but no table of Sluice's: Spark
+		// alone serves it.
+		return fmt.Sprintf("spark:\n  remote: %s\n  namespaces:\n    db: ice.db\n    sonly: ice.db\n", remote)
 	}
 	args := []string{"--catalog-type", "hadoop", "--warehouse", wh}
 	cfg := filepath.Join(dir, "flightd.yaml")
@@ -378,6 +508,63 @@ func TestSparkIcebergServed(t *testing.T) {
 	}
 	bothWays(t, ctx, c, sluice.ChangeRequest{Table: "db.cow", Identity: []string{"id"}, FromSnapshot: &snaps[0].ID,
 		ToSnapshot: &snaps[2].ID})
+
+	t.Run("a table Spark alone serves has its history from the snapshots table", func(t *testing.T) {
+		if so := v["sonly.cow"]; so == nil || so.Backend != "spark" || so.Chosen != "iceberg_changelog_view" {
+			t.Fatalf("sonly.cow's verdict %+v", so)
+		}
+		alone, err := c.Snapshots(ctx, "sonly.cow")
+		if err != nil || len(alone) != len(snaps) {
+			t.Fatalf("snapshots %+v, %v", alone, err)
+		}
+		for i := range alone {
+			if alone[i].ID != snaps[i].ID || alone[i].Operation != snaps[i].Operation ||
+				i > 0 && alone[i].CommitSeq <= alone[i-1].CommitSeq {
+				t.Fatalf("snapshot %d: %+v, natively %+v", i, alone[i], snaps[i])
+			}
+		}
+		st, err := c.CommitSeq(ctx, "sonly.cow")
+		if err != nil || st.Snapshot == nil || *st.Snapshot != snaps[3].ID || st.CommitSeq != alone[3].CommitSeq {
+			t.Fatalf("commit_seq %+v, %v", st, err)
+		}
+		for _, req := range []sluice.ChangeRequest{
+			{Identity: []string{"id"}},
+			{Identity: []string{"id"}, FromSnapshot: &snaps[1].ID, Filter: "c IN ('b', 'd')"},
+			{Identity: []string{"id"}, FoldUpdates: true},
+		} {
+			a, n := req, req
+			a.Table, n.Table, n.Backend = "sonly.cow", "db.cow", "native"
+			ra, err := c.Changes(ctx, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := readRows(ra)
+			ra.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rn, err := c.Changes(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := readRows(rn)
+			rn.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) || changeLines(got) == 0 {
+				t.Fatalf("%+v through Spark alone:\n  %s\nnatively:\n  %s", req, strings.Join(got, "\n  "),
+					strings.Join(want, "\n  "))
+			}
+		}
+		// No engine serves the merge-on-read table, and Sluice cannot
+		// read it under this name: refused with Iceberg's reason.
+		_, err = c.Explain(ctx, sluice.ChangeRequest{Table: "sonly.mor"})
+		if sluice.Code(err) != codes.FailedPrecondition ||
+			!strings.Contains(err.Error(), "Delete files are currently not supported in changelog scans") {
+			t.Fatalf("sonly.mor: %v", err)
+		}
+	})
 	f.stop(t)
 	srv.Stop()
 

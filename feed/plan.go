@@ -81,6 +81,7 @@ type Plan struct {
 	// for others): who answers this window, and why (see routeWindow).
 	Backend *Verdict `json:"backend,omitempty"`
 	routed  bool     // the window goes to the table's WindowBackend
+	routing routedRead
 
 	FilesRead    int64 `json:"files_read"`
 	FilesSkipped int64 `json:"files_skipped"`
@@ -184,8 +185,15 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*Plan, error) {
 			return nil, err
 		}
 	}
-	if len(snapshots) == 0 || p.routed && routedPlan(p, snapshots) {
+	if len(snapshots) == 0 {
 		p.setPairing(!p.routed && keepsLineage(p.tbl))
+		return p, nil
+	}
+	if p.routed {
+		if err := routedPlan(p, snapshots); err != nil {
+			return nil, err
+		}
+		p.setPairing(false)
 		return p, nil
 	}
 	opts := lake.PlanOptions{Table: p.Table, Stats: &e.stats}

@@ -28,7 +28,7 @@ import (
 // sequence; the changes yielded before it are then not the whole window.
 func (e *Engine) Read(ctx context.Context, p *Plan) iter.Seq2[Batch, error] {
 	if p.routed {
-		return e.tracked(e.flattened(ctx, p, e.readRouted(ctx, p)))
+		return e.tracked(e.flattened(ctx, p, e.routedChanges(ctx, p)))
 	}
 	if p.NetChanges {
 		// The net changes are computed from every change, then filtered.

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
+	"github.com/sluicefeed/sluice/filter"
 	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
@@ -46,8 +47,26 @@ type Window struct {
 	// that identify a row (may be empty).
 	Columns  []string
 	Identity []string
+	// Filter, when set, is the request's filter (bound to the window's end
+	// schema) for a backend that evaluates filters (FilterPusher): it
+	// sends the changes the filter keeps (SPEC §3: an insert whose image
+	// matches, a delete whose image does not fail to, an update pair whole
+	// when either image matches), or more where its PushFilter said it
+	// evaluates only a part of it.
+	Filter filter.Expr
 	// Schema is the renderable change row the batches must have.
 	Schema *arrow.Schema
+}
+
+// FilterPusher is a WindowBackend that evaluates filters itself.
+// PushFilter reports whether it evaluates any of e (bound to the window's
+// end schema), and whether all of it: the engine then keeps what the
+// backend sends. Where it evaluates a part, what it sends must be a
+// superset of what e keeps, and the engine evaluates e on it; where it
+// evaluates none, the engine filters alone. A backend that is no
+// FilterPusher is given no filter.
+type FilterPusher interface {
+	PushFilter(e filter.Expr) (pushed, exact bool)
 }
 
 // Verdict is how a routed table's windows are answered, as explain and
@@ -121,9 +140,10 @@ func checkBackend(b string) error {
 // entry of a plan: it returns the verdict to report (nil for a table that
 // is not routed) and whether the window goes to the backend. A request
 // that names a backend the table does not have is ErrInvalidRequest; one
-// that forces Spark where no Spark engine serves the table, or with what
-// Spark cannot compute here (a filter, fold_updates, net_changes, a part
-// of a split window), is ErrUnsupported, with the reason.
+// that forces Spark where no Spark engine serves the table, or with a part
+// of a split window (the backend reads whole windows), is ErrUnsupported,
+// with the reason. A filter, fold_updates and net_changes go to the
+// backend with the window (see routedPlan for who computes them).
 func routeWindow(tbl Table, req Request) (*Verdict, bool, error) {
 	if err := checkBackend(req.Backend); err != nil {
 		return nil, false, err
@@ -155,12 +175,6 @@ func routeWindow(tbl Table, req Request) (*Verdict, bool, error) {
 	}
 	var why string
 	switch {
-	case req.Filter != "":
-		why = "a filter"
-	case req.FoldUpdates:
-		why = "fold_updates"
-	case req.NetChanges:
-		why = "net_changes"
 	case req.Part != nil:
 		why = "a part of a split window"
 	case req.Ref != "" || req.FromRef != "" || req.ToRef != "":
@@ -171,12 +185,12 @@ func routeWindow(tbl Table, req Request) (*Verdict, bool, error) {
 		return &v, true, nil
 	}
 	if req.Backend == BackendSpark || !r.Native {
-		return nil, false, fmt.Errorf("%w: %s with backend \"spark\" (table %s): read it with backend \"native\", "+
-			"or without it", ErrUnsupported, why, req.Table)
+		return nil, false, fmt.Errorf("%w: %s with backend \"spark\" (table %s): the Spark backend reads whole "+
+			"windows of the main branch; read it with backend \"native\"", ErrUnsupported, why, req.Table)
 	}
-	// auto: the native engine computes what Spark is not asked for here.
+	// auto: the native engine reads the part.
 	v.Backend = BackendNative
-	v.Reason += "; this request has " + why + ", which Sluice computes natively"
+	v.Reason += "; this request reads " + why + ", which Sluice reads natively"
 	return &v, false, nil
 }
 
@@ -185,8 +199,8 @@ func (p *Plan) window() (Window, error) {
 	if p.To == nil {
 		return Window{}, fmt.Errorf("%w: table %s has no commits", ErrInternal, p.Table)
 	}
-	return Window{Table: p.Table, From: p.From, To: *p.To, Columns: p.Columns, Identity: p.Identity,
-		Schema: p.schema}, nil
+	return Window{Table: p.Table, From: p.From, To: *p.To, Columns: p.routing.columns, Identity: p.Identity,
+		Filter: p.routing.filter, Schema: p.routing.schema}, nil
 }
 
 // readRouted streams the plan's window from its backend, as Read streams
@@ -229,7 +243,7 @@ func (e *Engine) readRouted(ctx context.Context, p *Plan) iter.Seq2[Batch, error
 		// finish ends snapshot i: its last batch, or an empty one.
 		finish := func() bool {
 			if pending == nil {
-				return yield(Batch{Record: emptyRecord(e.opts.Allocator, p.schema), Snapshot: p.Snapshots[i].Snapshot,
+				return yield(Batch{Record: emptyRecord(e.opts.Allocator, p.routing.schema), Snapshot: p.Snapshots[i].Snapshot,
 					SnapshotComplete: true}, nil)
 			}
 			return send(nil, true)
@@ -292,13 +306,14 @@ func releaseRuns(runs []commitRun) {
 	}
 }
 
-// routedRuns casts a backend's batch to the plan's schema and cuts it into
-// runs of one commit each, of at most MaxBatchRows rows and about
-// MaxBatchBytes bytes.
+// routedRuns casts a backend's batch to the schema the plan reads it in
+// (routedRead.schema) and cuts it into runs of one commit each, of at most
+// MaxBatchRows rows and about MaxBatchBytes bytes.
 func (e *Engine) routedRuns(ctx context.Context, p *Plan, rec arrow.RecordBatch) (runs []commitRun, err error) {
-	if rec.NumCols() != int64(p.schema.NumFields()) {
+	schema := p.routing.schema
+	if rec.NumCols() != int64(schema.NumFields()) {
 		return nil, fmt.Errorf("%w: the backend's batch has %d columns, the change row %d", ErrInternal,
-			rec.NumCols(), p.schema.NumFields())
+			rec.NumCols(), schema.NumFields())
 	}
 	cols := make([]arrow.Array, rec.NumCols())
 	defer func() {
@@ -308,7 +323,7 @@ func (e *Engine) routedRuns(ctx context.Context, p *Plan, rec arrow.RecordBatch)
 			}
 		}
 	}()
-	for j, f := range p.schema.Fields() {
+	for j, f := range schema.Fields() {
 		col := rec.Column(j)
 		if arrow.TypeEqual(col.DataType(), f.Type) {
 			col.Retain()
@@ -320,7 +335,7 @@ func (e *Engine) routedRuns(ctx context.Context, p *Plan, rec arrow.RecordBatch)
 				col.DataType(), f.Type, err)
 		}
 	}
-	whole := array.NewRecordBatch(p.schema, cols, rec.NumRows())
+	whole := array.NewRecordBatch(schema, cols, rec.NumRows())
 	defer whole.Release()
 	snaps, ok := whole.Column(whole.Schema().FieldIndices("snapshot")[0]).(*array.Int64)
 	if !ok {
@@ -363,11 +378,13 @@ func verdictOf(tbl Table) *Verdict {
 const StrategyBackend = "backend"
 
 // routedPlan plans a routed window: its snapshots, for the read's commit
-// boundaries, and no file (the backend reads them). It returns true.
-func routedPlan(p *Plan, snapshots []Snapshot) bool {
+// boundaries, and no file (the backend reads them); and how the request's
+// filter, fold_updates and net_changes are computed (planRouting), which
+// the verdict's reason tells.
+func routedPlan(p *Plan, snapshots []Snapshot) error {
 	for _, s := range snapshots {
 		p.Snapshots = append(p.Snapshots, SnapshotPlan{Snapshot: s, Strategy: StrategyBackend,
 			Reason: "computed by the " + p.Backend.Backend + " backend (" + p.Backend.Chosen + ")"})
 	}
-	return true
+	return p.planRouting()
 }

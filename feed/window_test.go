@@ -13,6 +13,8 @@ import (
 
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // nativeBackend is a WindowBackend that computes a window with a second
@@ -80,8 +82,8 @@ func (c routedCatalog) Load(ctx context.Context, name string) (feed.Table, error
 // TestRoutedWindow: a routed table's windows are answered by its backend,
 // cut into commits and MaxBatchRows batches, each snapshot ended by one
 // complete batch, equal to the native read; a request may force the
-// native engine; what the backend is not asked for runs natively (auto)
-// or is refused (forced); the verdict is in the plan and the listing.
+// native engine; a part of a split window runs natively (auto) or is
+// refused (forced); the verdict is in the plan and the listing.
 func TestRoutedWindow(t *testing.T) {
 	h := newHistory(t, 4, 5)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -139,12 +141,13 @@ func TestRoutedWindow(t *testing.T) {
 			t.Fatalf("forced native went to the backend: %d reads, %+v", backend.reads-before, p.Snapshots[0])
 		}
 	})
-	t.Run("a filter runs natively under auto, and is refused when Spark is forced", func(t *testing.T) {
-		p, _, _ := read(t, routed, feed.Request{Table: tableName, Filter: "id > 3"})
-		if p.Backend.Backend != feed.BackendNative || !strings.Contains(p.Backend.Reason, "a filter") {
-			t.Fatalf("verdict %+v", p.Backend)
+	t.Run("a part goes native under auto, and is refused when Spark is forced", func(t *testing.T) {
+		part := feed.Part{FirstSnapshot: h.snapshots[0], LastSnapshot: h.snapshots[0]}
+		p, err := routed.Plan(t.Context(), feed.Request{Table: tableName, Part: &part})
+		if err != nil || p.Backend.Backend != feed.BackendNative || !strings.Contains(p.Backend.Reason, "a part") {
+			t.Fatalf("part: %+v, %v", p, err)
 		}
-		_, err := routed.Plan(t.Context(), feed.Request{Table: tableName, Filter: "id > 3", Backend: feed.BackendSpark})
+		_, err = routed.Plan(t.Context(), feed.Request{Table: tableName, Part: &part, Backend: feed.BackendSpark})
 		if !errors.Is(err, feed.ErrUnsupported) {
 			t.Fatalf("err = %v, want ErrUnsupported", err)
 		}
@@ -231,5 +234,103 @@ func TestRoutedWindow(t *testing.T) {
 	})
 	if err := routed.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// filteringBackend is a FilterPusher that says it evaluates part of every
+// filter and sends the whole window (a superset, as the contract allows):
+// the engine must evaluate the filter itself.
+type filteringBackend struct {
+	*nativeBackend
+	filters int
+}
+
+func (b *filteringBackend) PushFilter(filter.Expr) (pushed, exact bool) { return true, false }
+
+func (b *filteringBackend) ReadWindow(ctx context.Context, w feed.Window) iter.Seq2[arrow.RecordBatch, error] {
+	if w.Filter != nil {
+		b.filters++
+	}
+	return b.nativeBackend.ReadWindow(ctx, w)
+}
+
+// TestRoutedFilterFoldNet: a routed window's filter, fold_updates and
+// net_changes give the native engine's rows: the filter by the engine on
+// the backend's rows (wider by the filter's columns when they are not
+// projected), update pairs kept whole also when a pair straddles two of
+// the backend's batches; fold_updates folding the backend's pairs;
+// net_changes netting its changes. The verdict's reason says who computed
+// what.
+func TestRoutedFilterFoldNet(t *testing.T) {
+	h := newHistory(t, 3, 4)
+	ctx := t.Context()
+	// One snapshot that updates ids 2 and 5 (SE, then NO and SE) and
+	// deletes id 7, and one that updates id 2 again.
+	keys := []tablewrite.Row{{"id": 2}, {"id": 5}, {"id": 7}}
+	ins := []tablewrite.Row{
+		{"id": 2, "country": "NO", "amount": 2.0, "created": "2024-02-01T10:00:00Z"},
+		{"id": 5, "country": "SE", "amount": 5.0, "created": "2024-02-01T10:00:00Z"},
+	}
+	tbl, err := tablewrite.EqualityDelete(ctx, h.tbl, "id", keys, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = tablewrite.EqualityDelete(ctx, tbl, "id", keys[:1], []tablewrite.Row{
+		{"id": 2, "country": "SE", "amount": 22.0, "created": "2024-02-02T10:00:00Z"}}); err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	native := feed.New(h.cat, feed.Options{Allocator: mem})
+	verdict := feed.Verdict{Backend: feed.BackendSpark, Chosen: "spark_native", Reason: "CHANGES resolves"}
+	plain := &nativeBackend{eng: native, mem: mem}
+	pusher := &filteringBackend{nativeBackend: &nativeBackend{eng: native, mem: mem}}
+	for _, be := range []struct {
+		name    string
+		backend feed.WindowBackend
+		filter  string // the reason of a filtered request
+	}{
+		{"no pushdown", plain, "evaluated by Sluice after the read"},
+		{"partial pushdown", pusher, "part of the filter"},
+	} {
+		// MaxBatchRows 2 cuts the update snapshot's 5 rows (a delete,
+		// two pairs) so that a pair straddles two batches.
+		routed := feed.New(routedCatalog{Catalog: h.cat, route: feed.Route{Backend: be.backend, Verdict: verdict,
+			Native: true}}, feed.Options{Allocator: mem, MaxBatchRows: 2})
+		for _, tt := range []struct {
+			name   string
+			req    feed.Request
+			reason string
+		}{
+			{"filter", feed.Request{Filter: "country = 'SE'"}, be.filter},
+			{"filter on a column not projected", feed.Request{Filter: "country = 'SE'", Columns: []string{"id", "amount"}},
+				be.filter},
+			{"filter on a pair's image", feed.Request{Filter: "amount > 20", FromSnapshot: &h.snapshots[2]}, be.filter},
+			{"fold_updates", feed.Request{FoldUpdates: true, FromSnapshot: &h.snapshots[1]}, "folds Spark's update pairs"},
+			{"fold_updates with a filter", feed.Request{FoldUpdates: true, Filter: "country = 'NO'",
+				Columns: []string{"amount"}}, "folds"},
+			{"net_changes", feed.Request{NetChanges: true}, "Sluice nets"},
+			{"net_changes with a filter", feed.Request{NetChanges: true, Filter: "country = 'SE'",
+				Columns: []string{"amount"}}, "applies to the net changes"},
+		} {
+			t.Run(be.name+"/"+tt.name, func(t *testing.T) {
+				tt.req.Table = tableName
+				p, got, _ := read(t, routed, tt.req)
+				if p.Backend == nil || p.Backend.Backend != feed.BackendSpark || !strings.Contains(p.Backend.Reason, tt.reason) {
+					t.Fatalf("verdict %+v, want %q in its reason", p.Backend, tt.reason)
+				}
+				_, want, _ := read(t, native, tt.req)
+				sameChanges(t, got, want)
+				if len(want) == 0 {
+					t.Fatal("the native read is empty: the case tests nothing")
+				}
+			})
+		}
+		if err := routed.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pusher.filters == 0 {
+		t.Error("the pushing backend was never given the filter")
 	}
 }

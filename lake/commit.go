@@ -27,6 +27,30 @@ type Commit struct {
 	SchemaID int `json:"schema_id"`
 }
 
+// TimeCommitScale spreads commit_seq values taken from commit times (see
+// TimeCommitSeq): room for a thousand commits in one millisecond.
+const TimeCommitScale = 1000
+
+// TimeCommitSeq is the commit_seq of commit c of a table whose metadata
+// counts no commits (Iceberg format v1; an Iceberg table Spark alone
+// serves, whose snapshots table has no sequence numbers), given its
+// parent's (nil when the parent is not retained): its commit time in
+// milliseconds times TimeCommitScale, or one more than its parent's when
+// that is not smaller (commits in the same millisecond, a clock that went
+// back).
+//
+// A position in the retained lineage would shift down when commits
+// expire; a commit time does not change. A commit's commit_seq depends on
+// its parent's only when their times are that close (or the clock went
+// back): only then can expiring the parent change it.
+func TimeCommitSeq(c Commit, parent *Commit) int64 {
+	cs := c.TimestampMs * TimeCommitScale
+	if parent != nil && cs <= parent.CommitSeq {
+		cs = parent.CommitSeq + 1
+	}
+	return cs
+}
+
 // History is the retained lineage of a table's branch head, oldest first,
 // with what the format's metadata tells of the part that has expired. The
 // engine's lineage rules (where a window may start, how many commits came

@@ -14,7 +14,10 @@
 // gets a verdict from spark.Session.Detect (cached while flightd runs,
 // forgotten after a failed read through Spark), and is returned as a
 // feed.Routed table whose windows a feed.WindowBackend reads through
-// Spark, or natively when the verdict or the request says so. Spark's
-// errors are given the engine's sentinel of the same meaning (feedError),
-// so that the server's gRPC codes apply.
+// Spark, or natively when the verdict or the request says so. A routed
+// name Sluice does not find is served by Spark alone (sparkOnly), its
+// lineage read from Spark on each load. Spark's
+// errors keep the sentinels of package spark, each declared with its class
+// of failure (internal/lib/errclass), which the server maps to a gRPC
+// code; the router decides by class whether a table falls back to native.
 package registry

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
@@ -13,8 +12,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/spark"
 )
 
@@ -27,9 +27,12 @@ type sparkRouter struct {
 	log      *slog.Logger
 	verdicts *prometheus.GaugeVec
 
-	mu sync.Mutex // guards cached and labels
+	mu sync.Mutex // guards cached, described and labels
 	// cached are the verdicts of Spark-routed tables, by Sluice name.
 	cached map[string]spark.Verdict
+	// described are the descriptions of the tables Spark alone serves, by
+	// Sluice name.
+	described map[string]spark.Description
 	// labels are the metric labels set for each table, to delete when its
 	// verdict changes.
 	labels map[string]prometheus.Labels
@@ -39,7 +42,8 @@ type sparkRouter struct {
 // made on first use: a server down at start is found by the first
 // detection, and its tables then fall back or fail as their backend says).
 func newSparkRouter(cfg SparkConfig, mem memory.Allocator, log *slog.Logger) (*sparkRouter, error) {
-	r := &sparkRouter{cfg: cfg, log: log, cached: map[string]spark.Verdict{}, labels: map[string]prometheus.Labels{},
+	r := &sparkRouter{cfg: cfg, log: log, cached: map[string]spark.Verdict{},
+		described: map[string]spark.Description{}, labels: map[string]prometheus.Labels{},
 		verdicts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_table_backend",
 			Help: "The backend verdict of each table configured for a Spark Connect server (1 per table)."},
 			[]string{"table", "backend", "chosen", "fell_back"})}
@@ -82,7 +86,7 @@ func (r *sparkRouter) route(ctx context.Context, name string, native feed.Table)
 	verdict, err := r.verdict(ctx, name, sess, t)
 	if err != nil {
 		if rt.backend == BackendSpark || !fallsBack(err) {
-			return nil, feedError(fmt.Errorf("table %s through Spark (%s): %w", name, remote, err))
+			return nil, fmt.Errorf("table %s through Spark (%s): %w", name, remote, err)
 		}
 		// auto: serve natively, and say why; detect again next load.
 		v := feed.Verdict{Backend: feed.BackendNative, Remote: remote, Chosen: string(spark.EngineNative),
@@ -101,7 +105,7 @@ func (r *sparkRouter) route(ctx context.Context, name string, native feed.Table)
 		route.Verdict = v
 		if rt.backend == BackendSpark {
 			return nil, fmt.Errorf("%w: table %s has backend: spark, but no Spark engine serves it: %s",
-				feed.ErrUnsupported, name, verdict.Reason)
+				spark.ErrNoChangeEngine, name, verdict.Reason)
 		}
 	} else {
 		route.Backend = &sparkWindows{router: r, name: name, sess: sess, table: t, engine: verdict.Chosen}
@@ -111,11 +115,17 @@ func (r *sparkRouter) route(ctx context.Context, name string, native feed.Table)
 }
 
 // fallsBack reports whether a detection error lets auto serve the table
-// natively: the server is unreachable, or does not know the table, or
-// refused the probes.
+// natively, by its class (errclass): the server is unreachable
+// (Unavailable), does not know the table (NotFound), or refused the probes
+// (FailedPrecondition). A request Spark cannot be sent (InvalidArgument: a
+// name that does not parse) or a bug fails the load.
 func fallsBack(err error) bool {
-	return errors.Is(err, spark.ErrUnavailable) || errors.Is(err, spark.ErrTableNotFound) ||
-		errors.Is(err, spark.ErrQuery) || errors.Is(err, spark.ErrNoChangeEngine)
+	c, _ := errclass.Of(err)
+	switch c {
+	case errclass.Unavailable, errclass.NotFound, errclass.FailedPrecondition:
+		return true
+	}
+	return false
 }
 
 // verdict returns the table's cached verdict, or detects it (logged by
@@ -137,10 +147,12 @@ func (r *sparkRouter) verdict(ctx context.Context, name string, sess *spark.Sess
 	return v, nil
 }
 
-// forget drops a table's cached verdict: the next load detects again.
+// forget drops a table's cached verdict (and description): the next load
+// detects again.
 func (r *sparkRouter) forget(name string) {
 	r.mu.Lock()
 	delete(r.cached, name)
+	delete(r.described, name)
 	r.mu.Unlock()
 }
 
@@ -176,12 +188,23 @@ type sparkWindows struct {
 	engine spark.Engine
 }
 
-// ReadWindow reads the window through Spark. A failed read (but for the
+// PushFilter reports how much of a filter Spark evaluates: what
+// spark.FromFilter translates into its SQL.
+func (w *sparkWindows) PushFilter(e filter.Expr) (pushed, exact bool) {
+	x, exact := spark.FromFilter(e)
+	return x != nil, exact
+}
+
+// ReadWindow reads the window through Spark, with the part of its filter
+// that Spark's SQL can write. A failed read (but for the
 // caller's cancellation) forgets the table's verdict, so that the next
 // load detects again.
 func (w *sparkWindows) ReadWindow(ctx context.Context, fw feed.Window) iter.Seq2[arrow.RecordBatch, error] {
 	req := spark.Request{Table: w.table, Engine: w.engine, Window: spark.Window{To: spark.AtVersion(fw.To)},
 		Columns: fw.Columns, Identity: fw.Identity}
+	if fw.Filter != nil {
+		req.Filter, _ = spark.FromFilter(fw.Filter)
+	}
 	if fw.From != nil {
 		req.Window.From = spark.AtVersion(*fw.From)
 	}
@@ -191,8 +214,7 @@ func (w *sparkWindows) ReadWindow(ctx context.Context, fw feed.Window) iter.Seq2
 				if ctx.Err() == nil {
 					w.router.forget(w.name)
 				}
-				yield(nil, feedError(fmt.Errorf("table %s through Spark (%s, %s): %w", w.name, w.sess.Remote(),
-					w.engine, err)))
+				yield(nil, fmt.Errorf("table %s through Spark (%s, %s): %w", w.name, w.sess.Remote(), w.engine, err))
 				return
 			}
 			rec.Retain() // the session releases it when yield returns; the engine releases ours
@@ -201,34 +223,4 @@ func (w *sparkWindows) ReadWindow(ctx context.Context, fw feed.Window) iter.Seq2
 			}
 		}
 	}
-}
-
-// feedError adds to a Spark error the engine's sentinel of the same
-// meaning, which the server maps to its gRPC code: a server that went away
-// is Unavailable (and a follow stream retries it), an expired start
-// FailedPrecondition, an unknown version NotFound.
-func feedError(err error) error {
-	var sentinel error
-	switch {
-	case errors.Is(err, spark.ErrUnavailable):
-		sentinel = feed.ErrStorageUnavailable
-	case errors.Is(err, spark.ErrHistoryExpired):
-		sentinel = feed.ErrResyncRequired
-	case errors.Is(err, spark.ErrVersionNotFound):
-		sentinel = feed.ErrSnapshotNotFound
-	case errors.Is(err, spark.ErrTableNotFound):
-		sentinel = catalog.ErrTableNotFound
-	case errors.Is(err, spark.ErrInvalidRequest):
-		sentinel = feed.ErrInvalidRequest
-	case errors.Is(err, spark.ErrNoChangeEngine), errors.Is(err, spark.ErrQuery):
-		sentinel = feed.ErrUnsupported
-	case errors.Is(err, spark.ErrUnknownChangeType):
-		sentinel = feed.ErrInternal
-	default:
-		return err
-	}
-	if errors.Is(err, sentinel) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", sentinel, err)
 }

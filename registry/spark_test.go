@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
@@ -86,23 +86,41 @@ func TestSparkUnreachable(t *testing.T) {
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "auto.t") {
 		t.Fatalf("no warning of the fallback:\n%s", logs.String())
 	}
-	if _, err := eng.Plan(ctx, feed.Request{Table: "auto.t", Backend: feed.BackendSpark}); !errors.Is(err, feed.ErrUnsupported) {
+	if _, err := eng.Plan(ctx, feed.Request{Table: "auto.t", Backend: feed.BackendSpark}); !isClass(err, errclass.FailedPrecondition) {
 		t.Fatalf("auto, forced spark: %v", err)
 	}
-	if _, err := eng.Plan(ctx, feed.Request{Table: "forced.t"}); !errors.Is(err, feed.ErrStorageUnavailable) {
+	if _, err := eng.Plan(ctx, feed.Request{Table: "forced.t"}); !isClass(err, errclass.Unavailable) {
 		t.Fatalf("backend spark: %v, want Unavailable", err)
 	}
 	p, err = eng.Plan(ctx, feed.Request{Table: "off.t"})
 	if err != nil || p.Backend == nil || p.Backend.FellBack || p.Backend.Backend != feed.BackendNative {
 		t.Fatalf("backend native: %+v, %v", p, err)
 	}
+	// A routed name Sluice does not find would be served by Spark alone:
+	// Unavailable while the server is; under backend native, not found.
+	if _, err := eng.Plan(ctx, feed.Request{Table: "auto.ghost"}); !isClass(err, errclass.Unavailable) {
+		t.Fatalf("a table only Spark could serve, server down: %v, want Unavailable", err)
+	}
+	if _, err := eng.Plan(ctx, feed.Request{Table: "off.ghost"}); !isClass(err, errclass.NotFound) {
+		t.Fatalf("backend native, no such table: %v, want NotFound", err)
+	}
 	tabs, _, err := eng.ListTables(ctx, nil)
 	if err != nil || len(tabs) != 2 {
 		t.Fatalf("listing: %+v, %v (forced.t cannot be loaded)", tabs, err)
+	}
+	if !strings.Contains(logs.String(), "spark: cannot list a namespace") {
+		t.Errorf("the namespaces Spark could not list are not in the log:\n%s", logs.String())
 	}
 	for _, ti := range tabs {
 		if ti.Backend == nil {
 			t.Errorf("%s listed without its verdict", ti.Name)
 		}
 	}
+}
+
+// isClass reports whether err has class c, as the server maps it to a
+// gRPC code.
+func isClass(err error, c errclass.Class) bool {
+	got, ok := errclass.Of(err)
+	return ok && got == c
 }

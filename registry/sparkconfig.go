@@ -202,6 +202,16 @@ func redactRemote(uri string) string {
 	return base
 }
 
+// pick returns the first backend choice given, else auto.
+func pick(choices ...string) string {
+	for _, b := range choices {
+		if b != "" {
+			return b
+		}
+	}
+	return BackendAuto
+}
+
 // route is where a Sluice table goes: a server, Spark's name for it, and
 // the backend choice in force (table, else namespace, else server, else
 // auto).
@@ -214,14 +224,6 @@ type route struct {
 // lookup returns the route of a Sluice table name: an entry of tables,
 // else of namespaces (its longest namespace that is routed).
 func (c SparkConfig) lookup(table string) (route, bool) {
-	pick := func(choices ...string) string {
-		for _, b := range choices {
-			if b != "" {
-				return b
-			}
-		}
-		return BackendAuto
-	}
 	for i, s := range c.Servers {
 		if r, ok := s.Tables[table]; ok {
 			n, err := spark.ParseTableName(r.Name)

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/format/paimon"
+	"github.com/sluicefeed/sluice/internal/lib/errclass"
 	"github.com/sluicefeed/sluice/internal/lib/storage"
 )
 
@@ -113,17 +114,32 @@ func (s *Tables) Close() error {
 const nameCheckInterval = 10 * time.Second
 
 // Load loads a table of any format, routed to its Spark Connect
-// server when the Spark configuration names it (see ServeSpark).
+// server when the Spark configuration names it (see ServeSpark). A routed
+// table that Sluice does not find (NotFound) is served by Spark alone,
+// with its history as Spark reports it.
 func (s *Tables) Load(ctx context.Context, name string) (feed.Table, error) {
-	tbl, err := s.loadNative(ctx, name)
-	if err != nil || s.spark == nil {
-		return tbl, err
+	if s.spark == nil {
+		return s.loadNative(ctx, name, true)
+	}
+	// A name Spark may serve alone is not suggested others when Sluice
+	// does not find it: that would list Spark's namespaces on every load.
+	tbl, err := s.loadNative(ctx, name, !s.spark.mayServeAlone(name))
+	if err != nil {
+		if c, _ := errclass.Of(err); c != errclass.NotFound {
+			return nil, err
+		}
+		only, ok, serr := s.spark.sparkOnly(ctx, name)
+		if !ok {
+			return nil, err
+		}
+		return only, serr
 	}
 	return s.spark.route(ctx, name, tbl)
 }
 
-// loadNative loads a table of any format as Sluice reads it.
-func (s *Tables) loadNative(ctx context.Context, name string) (feed.Table, error) {
+// loadNative loads a table of any format as Sluice reads it; suggest
+// names the nearest tables in the error of an Iceberg table not found.
+func (s *Tables) loadNative(ctx context.Context, name string, suggest bool) (feed.Table, error) {
 	if s.paimon != nil && s.paimon.Has(name) {
 		if err := s.checkName(ctx, name, func() string { return "a Paimon table" }, ""); err != nil {
 			return nil, err
@@ -149,6 +165,13 @@ func (s *Tables) loadNative(ctx context.Context, name string) (feed.Table, error
 			return nil, err
 		}
 		return src.Load(ctx)
+	}
+	if !suggest {
+		tbl, err := s.Catalog.LoadTable(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return s.EngineTable(s.Confine(tbl)), nil
 	}
 	tbl, err := s.LoadTable(ctx, name)
 	if err != nil {
@@ -249,6 +272,9 @@ func (s *Tables) ListTables(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		more = append(more, pm...)
+	}
+	if s.spark != nil {
+		more = append(more, s.spark.list(ctx)...)
 	}
 	// A name both serve is listed once; loading it says why it is not
 	// served.

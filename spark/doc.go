@@ -35,7 +35,13 @@
 // the latest commit pinned when the end is absent, an empty window sent
 // nowhere), the projection, and the filter as a structured [Expr] written
 // with quoted identifiers and typed literals (no request text reaches
-// Spark's parser). An update pair is kept or dropped whole under a filter.
+// Spark's parser; [FromFilter] translates Sluice's filter language into
+// it, all of it or the conjuncts it can). The filter keeps what SPEC §3
+// keeps: an insert whose image matches, a delete whose image does not
+// fail to match (a null keeps it), and an update pair whole when either
+// image matches — it is evaluated over the pair (a window over the
+// commit and the pairing key), never row by row in a WHERE that could
+// split it.
 // Rows come ordered by commit, deletes first, each update_before right
 // before its update_after (Delta pairs by row id, Iceberg by the request's
 // identity columns); both dialects of _change_type map onto [Op], an
@@ -59,6 +65,15 @@
 // Spark computes the rows, so the contract holds where Spark's engines
 // hold it: Iceberg's changelog view has no commit time (ts comes from the
 // snapshots table) and cannot read merge-on-read updates (the verdict
-// falls back); without identity columns it pairs nothing; fold_updates is
-// left to Sluice.
+// falls back); without identity columns it pairs nothing. Folding update
+// pairs is left to Sluice, and so is netting: Request.NetChanges asks
+// Spark's (Delta's netChanges by row id, Iceberg's net_changes by whole
+// row), which is not Sluice's per-identity netting, so flightd does not
+// set it.
+//
+// # Tables Spark alone serves
+//
+// [Session.Describe] gives a table's provider and schema, [Session.History]
+// its commits (with their parents) and [Session.ListTables] the tables of
+// a namespace: what serving a table Sluice cannot read itself needs.
 package spark

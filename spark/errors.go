@@ -40,6 +40,11 @@ var (
 	// the values of Spark's CHANGES or Iceberg's changelog view: the read
 	// fails rather than drop the row. (Internal.)
 	ErrUnknownChangeType = errclass.New(errclass.Internal, "spark: unknown change type")
+	// ErrUnsupportedType reports a column of a Spark type that Sluice does
+	// not serve (an interval, a variant, a user-defined type, ...), met
+	// when describing a table that Spark alone serves.
+	// (FailedPrecondition.)
+	ErrUnsupportedType = errclass.New(errclass.FailedPrecondition, "spark: unsupported column type")
 	// ErrUnavailable reports a Spark server that could not be reached, or
 	// that went away before a result was complete. A read that ends with
 	// it is incomplete. (Unavailable.)

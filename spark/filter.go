@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // Expr is a row filter that Sluice pushes into Spark's SQL: a tree of
-// [And], [Or], [Not], [Compare], [In] and [IsNull] over columns and typed
+// [And], [Or], [Not], [Compare], [In], [IsNull], [NaNFalse] and [Const] over columns and typed
 // [Value]s. It is structured so that no text of a request ever reaches
 // Spark's parser: every identifier is quoted and every value written as a
 // literal of its type. The set of nodes is closed.
@@ -47,6 +48,14 @@ type Compare struct {
 	Op     CompareOp
 	Value  Value
 }
+
+// NaNFalse is X, but false when X's column holds NaN (a float or double
+// column), as Sluice's evaluator has it: Spark orders NaN above every
+// number and equal to itself.
+type NaNFalse struct{ X Compare }
+
+// Const is a constant truth (TRUE or FALSE).
+type Const bool
 
 // In is true when the column equals one of Values (NOT IN when Negated).
 type In struct {
@@ -217,6 +226,30 @@ func (e Compare) sql(b *strings.Builder) error {
 	return nil
 }
 
+func (e NaNFalse) sql(b *strings.Builder) error {
+	// isnan(NULL) is NULL, which CASE takes as not true: a null column
+	// still compares as unknown.
+	b.WriteString("(CASE WHEN isnan(")
+	if err := e.X.Column.sql(b); err != nil {
+		return err
+	}
+	b.WriteString(") THEN FALSE ELSE ")
+	if err := e.X.sql(b); err != nil {
+		return err
+	}
+	b.WriteString(" END)")
+	return nil
+}
+
+func (e Const) sql(b *strings.Builder) error {
+	if e {
+		b.WriteString("TRUE")
+	} else {
+		b.WriteString("FALSE")
+	}
+	return nil
+}
+
 func (e In) sql(b *strings.Builder) error {
 	if len(e.Values) == 0 {
 		return fmt.Errorf("%w: IN with no values", ErrInvalidRequest)
@@ -282,6 +315,8 @@ func columns(e Expr, to []string) []string {
 		return columns(e.X, to)
 	case Compare:
 		return appendTop(to, e.Column)
+	case NaNFalse:
+		return appendTop(to, e.X.Column)
 	case In:
 		return appendTop(to, e.Column)
 	case IsNull:
@@ -300,6 +335,39 @@ func appendTop(to []string, c Column) []string {
 		}
 	}
 	return append(to, c[0])
+}
+
+// wholeNames returns e with each column of several parts whose dotted name
+// is a column of data (a top-level column named "a.b") written as that one
+// name.
+func wholeNames(e Expr, data []string) Expr {
+	col := func(c Column) Column {
+		if len(c) > 1 && slices.Contains(data, strings.Join(c, ".")) {
+			return Column{strings.Join(c, ".")}
+		}
+		return c
+	}
+	switch e := e.(type) {
+	case And:
+		return And{wholeNames(e.Left, data), wholeNames(e.Right, data)}
+	case Or:
+		return Or{wholeNames(e.Left, data), wholeNames(e.Right, data)}
+	case Not:
+		return Not{wholeNames(e.X, data)}
+	case Compare:
+		e.Column = col(e.Column)
+		return e
+	case NaNFalse:
+		e.X.Column = col(e.X.Column)
+		return e
+	case In:
+		e.Column = col(e.Column)
+		return e
+	case IsNull:
+		e.Column = col(e.Column)
+		return e
+	}
+	return e
 }
 
 // FilterSQL writes e as a Spark SQL boolean expression. Errors wrap

@@ -19,6 +19,10 @@ type Commit struct {
 	// Operation is the writer's operation (WRITE, MERGE, append,
 	// overwrite, ...), as Spark reports it.
 	Operation string
+	// Parent is the commit before it, nil for a table's first: the
+	// previous Delta version, the Iceberg snapshot's parent (which may
+	// have expired).
+	Parent *int64
 }
 
 // History returns the table's commits in lineage order, oldest first: for
@@ -48,7 +52,12 @@ func (s *Session) deltaHistory(ctx context.Context, name string) ([]Commit, erro
 				return err
 			}
 			for i := range int(rec.NumRows()) {
-				out = append(out, Commit{Version: v.Value(i), Time: ts(i), Operation: op.Value(i)})
+				c := Commit{Version: v.Value(i), Time: ts(i), Operation: op.Value(i)}
+				if c.Version > 0 {
+					parent := c.Version - 1
+					c.Parent = &parent
+				}
+				out = append(out, c)
 			}
 			return nil
 		})
@@ -78,8 +87,12 @@ func (s *Session) icebergHistory(ctx context.Context, name string) ([]Commit, er
 			return fmt.Errorf("%w: the snapshots table's parent_id is %s", ErrQuery, rec.Column(3).DataType())
 		}
 		for i := range int(rec.NumRows()) {
-			snaps = append(snaps, snap{Commit: Commit{Version: v.Value(i), Time: ts(i), Operation: op.Value(i)},
-				parent: parent.Value(i), hasParent: parent.IsValid(i)})
+			sn := snap{Commit: Commit{Version: v.Value(i), Time: ts(i), Operation: op.Value(i)},
+				parent: parent.Value(i), hasParent: parent.IsValid(i)}
+			if sn.hasParent {
+				sn.Parent = &sn.parent
+			}
+			snaps = append(snaps, sn)
 		}
 		return nil
 	})

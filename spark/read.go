@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-
-	pb "github.com/sluicefeed/sluice/spark/internal/connectpb"
 )
 
 // Read reads the window of req through Spark and yields it as batches of
@@ -186,20 +184,9 @@ func pinWindow(w Window, hist []Commit) (cw changelogWindow, empty bool, err err
 // columns returns the table's data columns, in order (AnalyzePlan's
 // schema of SELECT *).
 func (s *Session) columns(ctx context.Context, t Table) ([]string, error) {
-	name, err := t.Name.SQL()
+	st, err := s.schema(ctx, t.Name)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := s.client.AnalyzePlan(s.outgoing(ctx), &pb.AnalyzePlanRequest{
-		SessionId: s.id, UserContext: s.user(), ClientType: &s.remote.UserAgent,
-		Analyze: &pb.AnalyzePlanRequest_Schema_{Schema: &pb.AnalyzePlanRequest_Schema{Plan: sqlPlan("SELECT * FROM " + name)}},
-	})
-	if err != nil {
-		return nil, classify(err, "schema of "+t.Name.String())
-	}
-	st := resp.GetSchema().GetSchema().GetStruct()
-	if st == nil {
-		return nil, fmt.Errorf("%w: the schema of %s is not a struct", ErrQuery, t.Name)
 	}
 	names := make([]string, len(st.GetFields()))
 	for i, f := range st.GetFields() {

@@ -159,6 +159,7 @@ func buildQuery(req Request, data []string, w changelogWindow) (query, error) {
 		}
 	}
 	if req.Filter != nil {
+		req.Filter = wholeNames(req.Filter, data)
 		for _, c := range columns(req.Filter, nil) {
 			if !slices.Contains(data, c) {
 				return q, fmt.Errorf("%w: table %s has no filter column %q", ErrInvalidRequest, req.Table.Name, c)
@@ -208,9 +209,13 @@ func buildQuery(req Request, data []string, w changelogWindow) (query, error) {
 		if err != nil {
 			return q, err
 		}
-		// A change matches when its image does; an update pair is kept
-		// or dropped whole: it is kept when either image matches.
-		own := "coalesce(" + pred + ", false)"
+		// A change matches when its image does (SPEC §3): an insert's or
+		// update_after's when the filter is true, a delete's or
+		// update_before's unless it is false (a null in a filtered column
+		// keeps a delete). An update pair is kept or dropped whole: it is
+		// kept when either image matches.
+		own := fmt.Sprintf("CASE WHEN `%s` IN (%s) THEN coalesce(%s, true) ELSE coalesce(%s, false) END",
+			colKind, kindList(append(slices.Clone(deleteKinds), beforeKinds...)), pred, pred)
 		source = fmt.Sprintf("SELECT * FROM (SELECT *, CASE WHEN %s THEN max(%s) OVER (PARTITION BY `%s`, `%s`, %s) "+
 			"ELSE %s END AS `%s` FROM (%s)) WHERE `%s`",
 			isUpdate, own, colOrdinal, colVersion, "`"+colKey+"`", own, colKeep, source, colKeep)

@@ -37,6 +37,9 @@ func TestFilterSQL(t *testing.T) {
 		{"timestamp", Compare{Column{"at"}, Le, Timestamp(ts.In(time.FixedZone("x", 3600)))},
 			"(`at` <= TIMESTAMP '2024-05-06 07:08:09.123456Z')"},
 		{"timestamp ntz", Compare{Column{"at"}, Le, TimestampNTZ(ts)}, "(`at` <= TIMESTAMP_NTZ '2024-05-06 07:08:09.123456')"},
+		{"NaN compares false", NaNFalse{Compare{Column{"n"}, Ne, Float(2)}},
+			"(CASE WHEN isnan(`n`) THEN FALSE ELSE (`n` <> 2E+00D) END)"},
+		{"constants", Or{Const(false), Not{Const(true)}}, "(FALSE OR (NOT TRUE))"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := FilterSQL(tc.expr)
@@ -178,7 +181,7 @@ func TestPinWindow(t *testing.T) {
 func TestBuildQuery(t *testing.T) {
 	delta := Table{Name: TableName{"spark_catalog", "default", "orders"}, Format: Delta}
 	ice := Table{Name: TableName{"ice", "db", "orders"}, Format: Iceberg}
-	data := []string{"id", "country", "amount"}
+	data := []string{"id", "country", "amount", "a.b"}
 	w := changelogWindow{from: 2, hasFrom: true, to: 5, first: 0}
 	for _, tc := range []struct {
 		name string
@@ -193,6 +196,8 @@ func TestBuildQuery(t *testing.T) {
 		{"iceberg_view_identity", Request{Table: ice, Engine: EngineIcebergChangelogView, Identity: []string{"id"}}, w},
 		{"iceberg_view_no_identity_filter", Request{Table: ice, Engine: EngineIcebergChangelogView,
 			Filter: Compare{Column{"amount"}, Gt, Int(10)}}, w},
+		{"delta_filter_dotted_name", Request{Table: delta, Engine: EngineSparkNative,
+			Filter: Or{IsNull{Column: Column{"a", "b"}}, Compare{Column{"amount"}, Gt, Int(1)}}}, w},
 		{"iceberg_view_net", Request{Table: ice, Engine: EngineIcebergChangelogView, NetChanges: true}, changelogWindow{to: 7}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,30 +44,16 @@ func Lineage(meta table.Metadata, head *int64) []lake.Commit {
 	return out
 }
 
-// v1CommitScale spreads format v1 commit_seq values: a v1 snapshot's
-// commit_seq is its commit time in milliseconds times v1CommitScale.
-const v1CommitScale = 1000
-
 // v1CommitSeq is the commit_seq of a snapshot of a format v1 table, whose
 // snapshots have no sequence number, given its parent's (nil when the
 // parent is not retained): its commit time in milliseconds times
-// v1CommitScale, or one more than its parent's when that is not smaller
+// lake.TimeCommitScale, or one more than its parent's when that is not smaller
 // (commits in the same millisecond, a clock that went back).
 //
 // A v1 table's metadata keeps no count of its commits: expiring snapshots
 // removes them, and Java, iceberg-go and pyiceberg also prune their entries
-// from the snapshot log. A position in the retained lineage would shift
-// down when snapshots expire; a commit time does not change. The factor
-// leaves room for a thousand commits in one millisecond, so a snapshot's
-// commit_seq depends on its parent's only when their times are that close
-// (or the clock went back): only then can expiring the parent change it.
-func v1CommitSeq(s lake.Commit, parent *lake.Commit) int64 {
-	cs := s.TimestampMs * v1CommitScale
-	if parent != nil && cs <= parent.CommitSeq {
-		cs = parent.CommitSeq + 1
-	}
-	return cs
-}
+// from the snapshot log: see lake.TimeCommitSeq.
+func v1CommitSeq(s lake.Commit, parent *lake.Commit) int64 { return lake.TimeCommitSeq(s, parent) }
 
 // snapshotInfo is the lineage entry of s, a copy the metadata returned
 // (its summary becomes the entry's), in a table whose current schema is

@@ -123,10 +123,13 @@ type ChangeRequest struct {
 	// The backend that computes the window, for a table configured for a
 	// Spark Connect server: "native" (Sluice reads the files) or "spark"
 	// (Spark's own change engine); "" (the default) is the table's verdict.
-	// Another value, or "spark" for a table no server is configured for, or
-	// "native" for one only Spark serves, is INVALID_ARGUMENT; "spark" where
-	// no Spark engine serves the table, or with what Spark is not asked for
-	// (filter, fold_updates, net_changes, part), FAILED_PRECONDITION.
+	// Through Spark, the filter is pushed into Spark's SQL (update pairs
+	// kept whole; what Spark SQL cannot write is evaluated by Sluice after
+	// the read), and fold_updates and net_changes are computed by Sluice on
+	// Spark's changes. Another value, or "spark" for a table no server is
+	// configured for, or "native" for one only Spark serves, is
+	// INVALID_ARGUMENT; "spark" where no Spark engine serves the table, or
+	// with a part (Spark reads whole windows), FAILED_PRECONDITION.
 	Backend string `protobuf:"bytes,18,opt,name=backend,proto3" json:"backend,omitempty"`
 	// Adds each row's id to the images, as their last field "_row_id" (a
 	// nullable int64: Iceberg v3 _row_id, Delta row tracking's row id; null
