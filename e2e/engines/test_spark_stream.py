@@ -7,7 +7,10 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 import sluice
+from sluice.spark_stream import ADMISSION_CONTROL
 
 from conftest import DEMO, apply_flat, create_orders, orders, row_tuple, single_read, state_at
 from sinks import batch_end, read_batches, sink_state, write_batch
@@ -112,6 +115,7 @@ def test_stream_sink_equals_table_after_each_micro_batch(spark, replicas, tmp_pa
     assert progress["snapshot"] == final["snapshot"] and progress["lag_commits"] == 0
 
 
+@pytest.mark.skipif(not ADMISSION_CONTROL, reason="admission control needs pyspark 4.2 or newer")
 def test_admission_control_by_snapshots_and_rows(spark, replicas, tmp_path):
     uri = replicas.uris[1]
     with sluice.connect(uri) as c:
@@ -136,6 +140,20 @@ def test_admission_control_by_snapshots_and_rows(spark, replicas, tmp_path):
         assert [(r["_change_type"], r["_commit_version"], row_tuple(r)) for r in got] == \
             [(r["_change_type"], r["_commit_version"], row_tuple(r)) for r in want], options
         assert sink_state(batches) == sink_state([(0, want)])
+
+
+@pytest.mark.skipif(ADMISSION_CONTROL, reason="pyspark 4.2 or newer has admission control")
+def test_admission_control_before_spark_42_is_a_clear_error(spark, replicas, tmp_path):
+    """pyspark 4.1: a trigger limit fails the query with an error that
+    names the version it needs, instead of being ignored."""
+    for name in ("maxSnapshotsPerTrigger", "maxRowsPerTrigger"):
+        ckpt = tmp_path / name / "checkpoint"
+        with pytest.raises(Exception, match="need Spark 4.2 or newer"):
+            query = (stream(spark, replicas.uris[0], DEMO, starting="earliest", **{name: 2})
+                     .writeStream.foreachBatch(to_sink(tmp_path / name / "sink"))
+                     .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+            query.awaitTermination(300)
+        assert not read_batches(tmp_path / name / "sink"), name
 
 
 def test_stream_starting_latest_reads_only_new_commits(spark, replicas, tmp_path):
