@@ -116,6 +116,13 @@ ARMS = {"pyarrow": arm_pyarrow, "spark": arm_spark, "ray": arm_ray, "changelog":
 # fits without spilling to disk.
 OBJECT_STORE = 2 << 30
 CHANGELOG = "Spark 4.1 + Iceberg 1.11 create_changelog_view, copy-on-write copy"
+# The arms a run measures, in order (label, arm, flightd replicas): the
+# changelog arm second and the replica arms after both engines'
+# single-flightd ones, so a run cut short still compares every reader.
+ARMS_RUN = {"pyarrow": ("pyarrow, one stream", "pyarrow", 1), "changelog": (CHANGELOG, "changelog", 0),
+            "spark1": ("Spark local[2]", "spark", 1), "ray1": ("Ray, 2 CPUs", "ray", 1),
+            "spark2": ("Spark local[2]", "spark", 2), "ray2": ("Ray, 2 CPUs", "ray", 2)}
+ARM_KEYS = list(ARMS_RUN)
 
 
 # -- the harness
@@ -197,8 +204,9 @@ def start_flightd(binary: str, warehouse: Path, n: int, log: Path) -> List[Tuple
 def run_arm(arm: str, uri: str, max_endpoints: int, python: str = sys.executable, jars: str = "",
             env: Optional[Dict[str, str]] = None) -> Dict[str, float]:
     """Run an arm in a process of its own (python: its interpreter); sample its tree."""
+    errlog = tempfile.TemporaryFile()
     proc = subprocess.Popen([python, __file__, "--arm", arm, "--uri", uri, "--max-endpoints", str(max_endpoints),
-                             "--jars", jars], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+                             "--jars", jars], stdout=subprocess.PIPE, stderr=errlog, env=env)
     cpu: Dict[int, float] = {}
     peak = 0
     while proc.poll() is None:
@@ -211,7 +219,8 @@ def run_arm(arm: str, uri: str, max_endpoints: int, python: str = sys.executable
         time.sleep(0.1)
     out = proc.stdout.read().decode() if proc.stdout else ""
     if proc.returncode != 0:
-        raise RuntimeError(f"arm {arm} exited with {proc.returncode}: {out}")
+        errlog.seek(0)
+        raise RuntimeError(f"arm {arm} exited with {proc.returncode}: {out}\n{errlog.read().decode()[-4000:]}")
     result = json.loads(out.strip().splitlines()[-1])
     result.update(cpu_s=sum(cpu.values()), peak_rss=peak)
     return result
@@ -257,6 +266,7 @@ def main() -> None:
     ap.add_argument("--max-endpoints", type=int, default=8)
     ap.add_argument("--spark41", help="make spark-connect's Spark 4.1 install, for the changelog arm")
     ap.add_argument("--jars", default="")
+    ap.add_argument("--arms", default=",".join(ARM_KEYS), help="the arms to run, of " + ",".join(ARM_KEYS))
     ap.add_argument("--out")
     a = ap.parse_args()
     if a.arm:
@@ -273,11 +283,10 @@ def main() -> None:
         lines = ["| reader | flightd | parts | rows | engine start | read | rate | CPU reader | CPU flightd "
                  "| peak RSS reader | peak RSS flightd |",
                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        # The changelog arm second and the replica arms after both engines'
-        # single-flightd ones: a run cut short still compares every reader.
-        arms = [("pyarrow, one stream", "pyarrow", 1), (CHANGELOG, "changelog", 0), ("Spark local[2]", "spark", 1),
-                ("Ray, 2 CPUs", "ray", 1), ("Spark local[2]", "spark", 2), ("Ray, 2 CPUs", "ray", 2)]
-        for label, arm, n in arms:
+        wanted = a.arms.split(",")
+        if unknown := set(wanted) - set(ARM_KEYS):
+            raise SystemExit(f"--arms: no arm {sorted(unknown)}; the arms are {','.join(ARM_KEYS)}")
+        for label, arm, n in (ARMS_RUN[k] for k in ARM_KEYS if k in wanted):
             if arm == "changelog" and not a.spark41:
                 print("no --spark41: the changelog arm is left out", file=sys.stderr)
                 continue
