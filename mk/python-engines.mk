@@ -31,7 +31,8 @@ PY_ENGINES_PACKAGES := pyspark==4.2.0 "ray[data]==2.60.0" pyarrow==26.0.1 pandas
 # The other pyspark minor the extra sluice[spark] allows (pyspark>=4.1):
 # the Spark tests again with pyspark 4.1, in a venv of its own without
 # Ray (make test-engines-spark41). pyspark 4.1 has no admission control;
-# test_spark_stream.py checks the clear error in its place.
+# test_spark_stream.py checks the clear error in its place, and that the
+# durable consumer trails the query by one batch there.
 ENGINES41_VENV := $(TMP)/venv-engines-41
 ENGINES41_PY := $(ENGINES41_VENV)/bin/python
 PY_ENGINES41_PACKAGES := pyspark==4.1.4 pyarrow==26.0.1 pandas==2.3.3 pytest==9.2.0 "pyiceberg[sql-sqlite]==0.12.0"
@@ -47,7 +48,7 @@ $(ENGINES_VENV)/.installed: mk/python-engines.mk
 	$(ENGINES_PY) -m pip install --quiet --disable-pip-version-check $(PY_ENGINES_PACKAGES)
 	touch $@
 
-## test-engines: Spark (local[2]) and Ray (2 CPUs) read flightd replicas through sluice.spark and sluice.ray (e2e/engines: 39 tests, 7.5 minutes on 2 cores under a load of 11 to 15; the first run also installs about 700 MB, and make spark-connect's Spark 4.1)
+## test-engines: Spark (local[2]) and Ray (2 CPUs) read flightd replicas through sluice.spark and sluice.ray (e2e/engines: 40 tests, one of them for pyspark 4.1 only; 7.5 minutes on 2 cores under a load of 11 to 15, 14 minutes under 28 to 10 of which 2 built flightd; the first run also installs about 700 MB, and make spark-connect's Spark 4.1)
 test-engines: venv-engines $(SPARK41_DIR)/.installed
 	$(GO) build -o $(BIN)/flightd ./cmd/flightd
 	cd e2e/engines && SLUICE_FLIGHTD=$(BIN)/flightd SLUICE_SPARK41=$(SPARK41_DIR) PYTHONPATH=$(CURDIR)/clients/python \

@@ -11,10 +11,19 @@ from pathlib import Path
 import pytest
 
 import sluice
+from pyspark import __version__ as PYSPARK_VERSION
 from sluice.spark_stream import ADMISSION_CONTROL
 
 from conftest import DEMO, apply_flat, create_orders, orders, row_tuple, single_read, state_at
 from sinks import batch_end, read_batches, sink_state, write_batch
+
+
+# pyspark 4.1 calls a source's latestOffset() without the offset the last
+# micro-batch ended at, so the durable consumer's ack of a batch comes with
+# commit(end), when Spark plans the next batch: while no commit lands, the
+# consumer trails the query by one batch. 4.2 passes it, and the ack comes
+# at the trigger after the batch.
+ACK_TRAILS_ONE_BATCH = tuple(int(x) for x in PYSPARK_VERSION.split(".")[:2]) < (4, 2)
 
 
 def stream(spark, uri: str, table: str, **options):
@@ -89,9 +98,11 @@ def test_stream_sink_equals_table_after_each_micro_batch(spark, replicas, tmp_pa
                 target = c.commit_seq("e2e.orders")["commit_seq"]
                 wait_for(lambda: end_commit_seq(query) >= target, 180, f"a micro-batch up to commit_seq {target}")
             # The durable consumer follows the query: its ack comes at the
-            # trigger after the last batch.
-            final_snapshot = c.commit_seq("e2e.orders")["snapshot"]
-            wait_for(lambda: acked(c, "spark-e2e", "e2e.orders") == final_snapshot, 60,
+            # trigger after the last batch (pyspark 4.1: after the one before).
+            want_ack = c.commit_seq("e2e.orders")["snapshot"]
+            if ACK_TRAILS_ONE_BATCH:
+                want_ack = batch_end(ckpt, read_batches(sink)[-2][0])["snapshot"]
+            wait_for(lambda: acked(c, "spark-e2e", "e2e.orders") == want_ack, 60,
                      "the consumer's ack of the last batch")
     finally:
         query.stop()
@@ -115,7 +126,10 @@ def test_stream_sink_equals_table_after_each_micro_batch(spark, replicas, tmp_pa
     # The durable consumer followed the query.
     with sluice.connect(uri) as c:
         progress = c.consumer_progress("spark-e2e", "e2e.orders")
-    assert progress["snapshot"] == final["snapshot"] and progress["lag_commits"] == 0
+    if ACK_TRAILS_ONE_BATCH:
+        assert progress["snapshot"] == want_ack != final["snapshot"] and progress["lag_commits"] > 0, progress
+    else:
+        assert progress["snapshot"] == final["snapshot"] and progress["lag_commits"] == 0
 
 
 @pytest.mark.skipif(not ADMISSION_CONTROL, reason="admission control needs pyspark 4.2 or newer")
