@@ -63,7 +63,7 @@ $(ENGINES41_VENV)/.installed: mk/python-engines.mk
 	$(ENGINES41_PY) -m pip install --quiet --disable-pip-version-check $(PY_ENGINES41_PACKAGES)
 	touch $@
 
-## test-engines-spark41: the Spark batch, streaming, restart and merge-on-read tests of e2e/engines on pyspark 4.1.4 (test-engines runs them on 4.2.0)
+## test-engines-spark41: the Spark batch, streaming, restart and merge-on-read tests of e2e/engines on pyspark 4.1.4 (test-engines runs them on 4.2.0; 37 tests, 4.5 minutes on 2 cores under a load of 3 to 7)
 test-engines-spark41: venv-engines-41 $(SPARK41_DIR)/.installed
 	$(GO) build -o $(BIN)/flightd ./cmd/flightd
 	cd e2e/engines && SLUICE_FLIGHTD=$(BIN)/flightd SLUICE_SPARK41=$(SPARK41_DIR) PYTHONPATH=$(CURDIR)/clients/python \
