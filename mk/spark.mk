@@ -35,7 +35,7 @@ test-spark: spark-connect
 	SLUICE_SPARK_CONNECT_42=$(SPARK42_DIR) SLUICE_SPARK_CONNECT_41=$(SPARK41_DIR) \
 		$(GO) test -race -count=1 -timeout 45m -v ./spark/...
 
-## test-integration: the slow tests against real Spark Connect servers (issue 22): spark's integration tests, then the e2e tests of tables served through Spark by a real flightd (e2e/spark_test.go); one Spark server at a time. Not in .ci/run yet: run it by hand
+## test-integration: the slow tests against real Spark Connect servers (issue 22): spark's integration tests, then the e2e tests of tables served through Spark by a real flightd (e2e/spark_test.go); one Spark server at a time; .ci/run runs it after make lint
 test-integration: spark-connect
 	SLUICE_SPARK_CONNECT_42=$(SPARK42_DIR) SLUICE_SPARK_CONNECT_41=$(SPARK41_DIR) \
 		$(GO) test -count=1 -timeout 45m -v ./spark/...
