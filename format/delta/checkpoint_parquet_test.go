@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/sluicefeed/sluice/internal/testkit/longhist"
+	"github.com/sluicefeed/sluice/internal/lib/longhist"
 )
 
 // checkpointSchema is the checkpoint schema of PROTOCOL.md, which the

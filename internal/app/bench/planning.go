@@ -11,7 +11,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
-	"github.com/sluicefeed/sluice/internal/testkit/longhist"
+	"github.com/sluicefeed/sluice/internal/lib/longhist"
 )
 
 // planWarmRuns is how many warm plans each window's median and CPU are
@@ -252,7 +252,7 @@ func (r *Report) planningSection() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Planning a long history\n\n")
-	fmt.Fprintf(&b, "Iceberg tables written by `internal/testkit/longhist`: appends of data files spread evenly over the\n")
+	fmt.Fprintf(&b, "Iceberg tables written by `internal/lib/longhist`: appends of data files spread evenly over the\n")
 	fmt.Fprintf(&b, "snapshots, manifests merged every %d snapshots (as Java's manifest merge keeps manifest lists short),\n",
 		longhist.DefaultMergeEvery)
 	fmt.Fprintf(&b, "and a closing copy-on-write overwrite that replaces a file of the first snapshot. Manifests and\n")

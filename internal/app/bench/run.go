@@ -17,7 +17,7 @@ import (
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
-	"github.com/sluicefeed/sluice/internal/testkit/longhist"
+	"github.com/sluicefeed/sluice/internal/lib/longhist"
 )
 
 // Config configures a benchmark run.

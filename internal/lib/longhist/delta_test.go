@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicefeed/sluice/format/delta"
-	"github.com/sluicefeed/sluice/internal/testkit/longhist"
+	"github.com/sluicefeed/sluice/internal/lib/longhist"
 )
 
 // TestDeltaCheckpointsRead writes a short Delta history with checkpoints
