@@ -11,8 +11,8 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
-	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/internal/lib/longhist"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/lake"
 )
 

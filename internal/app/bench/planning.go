@@ -10,8 +10,8 @@ import (
 
 	"github.com/sluicefeed/sluice/catalog"
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/internal/lib/longhist"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // planWarmRuns is how many warm plans each window's median and CPU are

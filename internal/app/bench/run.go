@@ -16,8 +16,8 @@ import (
 	"time"
 
 	sluice "github.com/sluicefeed/sluice/clients/go"
-	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/internal/lib/longhist"
+	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
 // Config configures a benchmark run.
