@@ -99,7 +99,7 @@ func TestSparkBench(t *testing.T) {
 
 // sparkBenchArm is one window read through one backend, run by run.
 type sparkBenchArm struct {
-	table, window, backend, chosen string
+	table, window, backend string
 	rows                           int
 	seconds, flightdCPU, sparkCPU  []float64
 }
