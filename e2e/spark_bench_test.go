@@ -99,9 +99,9 @@ func TestSparkBench(t *testing.T) {
 
 // sparkBenchArm is one window read through one backend, run by run.
 type sparkBenchArm struct {
-	table, window, backend string
-	rows                           int
-	seconds, flightdCPU, sparkCPU  []float64
+	table, window, backend        string
+	rows                          int
+	seconds, flightdCPU, sparkCPU []float64
 }
 
 // sparkBenchWindows measures the table's whole history and its update
