@@ -70,7 +70,7 @@ test-engines-spark41: venv-engines-41 $(SPARK41_DIR)/.installed
 		PYSPARK_PYTHON=$(ENGINES41_PY) PYSPARK_DRIVER_PYTHON=$(ENGINES41_PY) SPARK_LOCAL_IP=127.0.0.1 \
 		$(ENGINES41_PY) -m pytest -q -p no:cacheprovider -x $(ENGINES41_TESTS)
 
-## bench-engines: one window of BENCH_ENGINE_ROWS rows read by pyarrow, by Spark local[2] and by Ray through one flightd and two replicas, and by Spark 4.1's Iceberg changelog view on a copy-on-write copy (time, CPU, peak RSS; docs/BENCHMARKS-ENGINES.md; 10M rows: about 35 minutes on 2 cores under a load of 20 to 48)
+## bench-engines: one window of BENCH_ENGINE_ROWS rows read by pyarrow, by Spark local[2] and by Ray through one flightd and two replicas, and by Spark 4.1's Iceberg changelog view on a copy-on-write copy (time, CPU, peak RSS; docs/BENCHMARKS-ENGINES.md; 10M rows: 2.5 minutes on a quiet 2-core machine once the venv is installed, about 35 under a load of 20 to 48)
 BENCH_ENGINE_ROWS ?= 10000000
 bench-engines: venv-engines $(SPARK41_DIR)/.installed
 	$(GO) build -o $(BIN)/flightd ./cmd/flightd
