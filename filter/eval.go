@@ -241,6 +241,23 @@ func compareValue(arr arrow.Array, i int, v lake.Value) (int, bool, error) {
 	if ext, ok := arr.(array.ExtensionArray); ok {
 		arr = ext.Storage()
 	}
+	got := valueAt(arr, i, v.Type())
+	if got.Valid() {
+		if c, ok := lake.Compare(got, v); ok {
+			return c, true, nil
+		}
+		if isNaN(got) || isNaN(v) {
+			return 0, false, nil
+		}
+	}
+	return 0, false, fmt.Errorf("%w: cannot compare a %s column with %v %v", ErrInvalidFilter, arr.DataType(), v.Type(), v)
+}
+
+// valueAt is value i of arr (not null, storage of an extension array) as a
+// lake.Value of the Arrow array's own kind: a long for every integer, date,
+// time and timestamp, a double for floats, a decimal of type t. It is
+// invalid for a kind no filter compares.
+func valueAt(arr arrow.Array, i int, t lake.Type) lake.Value {
 	var got lake.Value
 	switch a := arr.(type) {
 	case *array.Int8:
@@ -274,18 +291,10 @@ func compareValue(arr arrow.Array, i int, v lake.Value) (int, bool, error) {
 	case *array.FixedSizeBinary:
 		got = lake.BinaryValue(a.Value(i))
 	case *array.Decimal128:
-		dt, _ := v.Type().(lake.DecimalType)
+		dt, _ := t.(lake.DecimalType)
 		got = lake.DecimalValue(dt, a.Value(i))
 	}
-	if got.Valid() {
-		if c, ok := lake.Compare(got, v); ok {
-			return c, true, nil
-		}
-		if isNaN(got) || isNaN(v) {
-			return 0, false, nil
-		}
-	}
-	return 0, false, fmt.Errorf("%w: cannot compare a %s column with %v %v", ErrInvalidFilter, arr.DataType(), v.Type(), v)
+	return got
 }
 
 func isNaN(v lake.Value) bool {

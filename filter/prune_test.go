@@ -42,27 +42,10 @@ func (s batchStats) values(c filter.Column) []lake.Value {
 	return out
 }
 
-// valueAt is value i of arr as a value of t.
+// valueAt is value i of arr as a value of t, read as the evaluator reads it.
 func valueAt(arr arrow.Array, i int, t lake.Type) lake.Value {
-	var v lake.Value
-	switch a := arr.(type) {
-	case *array.Int64:
-		v = lake.LongValue(a.Value(i))
-	case *array.Int32:
-		v = lake.LongValue(int64(a.Value(i)))
-	case *array.Date32:
-		v = lake.LongValue(int64(a.Value(i)))
-	case *array.Timestamp:
-		v = lake.LongValue(int64(a.Value(i)))
-	case *array.Float64:
-		v = lake.DoubleValue(a.Value(i))
-	case *array.Boolean:
-		v = lake.BooleanValue(a.Value(i))
-	case *array.String:
-		v = lake.StringValue(a.Value(i))
-	case *array.Decimal128:
-		return lake.DecimalValue(t.(lake.DecimalType), a.Value(i))
-	default:
+	v := filter.ValueAt(arr, i, t)
+	if !v.Valid() {
 		panic("no value of " + arr.DataType().String())
 	}
 	v, err := v.WithType(t)
