@@ -273,12 +273,7 @@ func TestPaimonExplain(t *testing.T) {
 		if !ok {
 			continue
 		}
-		name := "paimon." + table
-		src, err := paimon.NewSource(ctx, os.DirFS(f.Dir), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eng := feed.New(paimonTables{name: src}, feed.Options{})
+		eng, _, name := paimonEngine(t, f, memory.NewGoAllocator(), 0)
 		p, err := eng.Plan(ctx, feed.Request{Table: name})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -319,12 +314,7 @@ func TestPaimonFilterPushdown(t *testing.T) {
 		}
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
-		name := "paimon.py.append_log"
-		src, err := paimon.NewSource(ctx, os.DirFS(f.Dir), name, paimon.WithAllocator(mem))
-		if err != nil {
-			t.Fatal(err)
-		}
-		eng := feed.New(paimonTables{name: src}, feed.Options{Allocator: mem})
+		eng, src, name := paimonEngine(t, f, mem, 0)
 		defer eng.Close()
 		const filter = "dt = '2026-01-02'"
 		keep := func(st paimonfx.State) paimonfx.State {
