@@ -27,31 +27,15 @@ const (
 // workload.
 const deltaFiles = 4
 
-// DeltaParams are the statements of the Delta workload: Files appends of
-// Rows rows in all (ids 1 to Rows, in order), then one MERGE that updates
-// Updates rows from UpdateFirst on (amount + 1, priority + 1) and deletes
-// the Deletes rows after them. They all lie in the first append's file,
-// which the MERGE rewrites.
-type DeltaParams struct {
-	Rows        int `json:"rows"`
-	Files       int `json:"files"`
-	UpdateFirst int `json:"update_first"`
-	Updates     int `json:"updates"`
-	Deletes     int `json:"deletes"`
-}
-
-// NewDeltaParams returns the statements of a Delta workload of rows rows:
-// 1% of them updated and 0.1% deleted, in the first file.
-func NewDeltaParams(rows int) DeltaParams {
-	return DeltaParams{Rows: rows, Files: deltaFiles, UpdateFirst: rows/10 + 1, Updates: max(rows/100, 1),
-		Deletes: max(rows/1000, 1)}
-}
+// NewDeltaParams returns the statements of a Delta workload of rows rows
+// (UpsertParams).
+func NewDeltaParams(rows int) UpsertParams { return newUpsertParams(rows, deltaFiles, 0) }
 
 // Delta is the Delta workload as written: the same statements written
 // twice by delta-rs, into a table with the change data feed on and one
 // with it off.
 type Delta struct {
-	DeltaParams
+	UpsertParams
 	// Root is the folder holding both tables (flightd's --delta-root).
 	Root string
 	// End is the window's last version (the MERGE); the window is the
@@ -71,7 +55,7 @@ type Delta struct {
 // statements, the script and the writer, so a later run reuses the table
 // only when all three are the same.
 type deltaMarker struct {
-	DeltaParams
+	UpsertParams
 	CDF          bool    `json:"cdf"`
 	Script       string  `json:"script_sha256"`
 	Deltalake    string  `json:"deltalake"`
@@ -82,7 +66,7 @@ type deltaMarker struct {
 // WriteDelta writes the Delta workload of p with deltalake (delta-rs) in
 // cfg.Python into root, or reuses the tables an earlier run left there
 // when their marker files say they were written the same way.
-func WriteDelta(ctx context.Context, cfg Config, root string, p DeltaParams) (*Delta, error) {
+func WriteDelta(ctx context.Context, cfg Config, root string, p UpsertParams) (*Delta, error) {
 	version, err := deltalakeVersion(ctx, cfg.Python)
 	if err != nil {
 		return nil, err
@@ -92,14 +76,14 @@ func WriteDelta(ctx context.Context, cfg Config, root string, p DeltaParams) (*D
 	}
 	sum := sha256.Sum256([]byte(deltaWriteScript))
 	script := hex.EncodeToString(sum[:])
-	d := &Delta{DeltaParams: p, Root: root, Deltalake: version, Cached: true}
+	d := &Delta{UpsertParams: p, Root: root, Deltalake: version, Cached: true}
 	for _, cdf := range []bool{true, false} {
 		name := DeltaTableNoCDF
 		if cdf {
 			name = DeltaTableCDF
 		}
 		dir, markerFile := filepath.Join(root, name), filepath.Join(root, name+".json")
-		want := deltaMarker{DeltaParams: p, CDF: cdf, Script: script, Deltalake: version}
+		want := deltaMarker{UpsertParams: p, CDF: cdf, Script: script, Deltalake: version}
 		var have deltaMarker
 		if b, err := os.ReadFile(markerFile); err == nil && json.Unmarshal(b, &have) == nil {
 			same := have
@@ -339,7 +323,7 @@ func runDelta(ctx context.Context, cfg Config, wh string, rep *Report) error {
 // check fails when the three reads of the window disagree on its changes:
 // every one must have the workload's inserts, update pairs and deletes.
 func (dr *DeltaReport) check() error {
-	p := dr.Workload.DeltaParams
+	p := dr.Workload.UpsertParams
 	want := map[string]int64{"insert": int64(p.Rows), "update_before": int64(p.Updates),
 		"update_after": int64(p.Updates), "delete": int64(p.Deletes)}
 	for _, r := range []struct {

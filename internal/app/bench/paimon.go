@@ -26,34 +26,13 @@ const (
 // paimonFiles is the number of appends of each Paimon table.
 const paimonFiles = 4
 
-// PaimonParams are the statements of the Paimon workload, written by
-// pypaimon: two tables of the reference schema's 11 columns, each with
-// Files appends of Rows rows in all (ids 1 to Rows, in order). The append
-// table (no primary key, bucket -1) has nothing more. The primary-key
-// table (primary key id, Buckets fixed buckets, deduplicate, deletes
-// through rowkind.field, so it has a twelfth column op) then has one more
-// commit that upserts Updates rows from UpdateFirst on (amount + 1,
-// priority + 1) and deletes the Deletes rows after them, all in the first
-// append's key range.
-type PaimonParams struct {
-	Rows        int `json:"rows"`
-	Files       int `json:"files"`
-	Buckets     int `json:"buckets"`
-	UpdateFirst int `json:"update_first"`
-	Updates     int `json:"updates"`
-	Deletes     int `json:"deletes"`
-}
-
 // NewPaimonParams returns the statements of a Paimon workload of rows
-// rows: 1% of the primary-key table's rows updated and 0.1% deleted.
-func NewPaimonParams(rows int) PaimonParams {
-	return PaimonParams{Rows: rows, Files: paimonFiles, Buckets: 4, UpdateFirst: rows/10 + 1,
-		Updates: max(rows/100, 1), Deletes: max(rows/1000, 1)}
-}
+// rows (UpsertParams), its primary-key table in 4 buckets.
+func NewPaimonParams(rows int) UpsertParams { return newUpsertParams(rows, paimonFiles, 4) }
 
 // Paimon is the Paimon workload as written.
 type Paimon struct {
-	PaimonParams
+	UpsertParams
 	// Warehouse is the Paimon filesystem catalog's warehouse (flightd's
 	// --paimon-warehouse).
 	Warehouse string
@@ -73,7 +52,7 @@ type Paimon struct {
 // the statements, the script and the writer, so a later run reuses the
 // tables only when all three are the same.
 type paimonMarker struct {
-	PaimonParams
+	UpsertParams
 	Script       string  `json:"script_sha256"`
 	Pypaimon     string  `json:"pypaimon"`
 	AppendEnd    int64   `json:"append_end"`
@@ -86,7 +65,7 @@ type paimonMarker struct {
 // cfg.PaimonPython into root/warehouse, or reuses the tables an earlier
 // run left there when its marker file says they were written the same
 // way.
-func WritePaimon(ctx context.Context, cfg Config, root string, p PaimonParams) (*Paimon, error) {
+func WritePaimon(ctx context.Context, cfg Config, root string, p UpsertParams) (*Paimon, error) {
 	version, err := pypaimonVersion(ctx, cfg.PaimonPython)
 	if err != nil {
 		return nil, err
@@ -95,7 +74,7 @@ func WritePaimon(ctx context.Context, cfg Config, root string, p PaimonParams) (
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(paimonWriteScript))
-	want := paimonMarker{PaimonParams: p, Script: hex.EncodeToString(sum[:]), Pypaimon: version}
+	want := paimonMarker{UpsertParams: p, Script: hex.EncodeToString(sum[:]), Pypaimon: version}
 	wh, markerFile := filepath.Join(root, "warehouse"), filepath.Join(root, "paimon.json")
 	var have paimonMarker
 	if b, err := os.ReadFile(markerFile); err == nil && json.Unmarshal(b, &have) == nil {
@@ -103,7 +82,7 @@ func WritePaimon(ctx context.Context, cfg Config, root string, p PaimonParams) (
 		same.AppendEnd, same.PKBase, same.PKEnd, same.WriteSeconds = 0, 0, 0, 0
 		if _, err := os.Stat(filepath.Join(wh, PaimonDatabase+".db")); err == nil && same == want {
 			cfg.logf("reusing the Paimon tables in %s (written by pypaimon %s)", wh, version)
-			return &Paimon{PaimonParams: p, Warehouse: wh, AppendEnd: have.AppendEnd, PKBase: have.PKBase,
+			return &Paimon{UpsertParams: p, Warehouse: wh, AppendEnd: have.AppendEnd, PKBase: have.PKBase,
 				PKEnd: have.PKEnd, Pypaimon: version, Cached: true, WriteSeconds: have.WriteSeconds}, nil
 		}
 	}
@@ -132,7 +111,7 @@ func WritePaimon(ctx context.Context, cfg Config, root string, p PaimonParams) (
 	if err := os.WriteFile(markerFile, append(b, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	return &Paimon{PaimonParams: p, Warehouse: wh, AppendEnd: out.AppendEnd, PKBase: out.PKBase, PKEnd: out.PKEnd,
+	return &Paimon{UpsertParams: p, Warehouse: wh, AppendEnd: out.AppendEnd, PKBase: out.PKBase, PKEnd: out.PKEnd,
 		Pypaimon: version, WriteSeconds: out.Seconds}, nil
 }
 
