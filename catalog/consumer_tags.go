@@ -15,8 +15,24 @@ import (
 // snapshot in an Iceberg table: "sluice-consumer-<consumer id>".
 const ConsumerTagPrefix = "sluice-consumer-"
 
-// ConsumerTag is the name of the tag of a consumer.
+// ConsumerTag is the name of the tag of a consumer of the table's main
+// branch.
 func ConsumerTag(consumer string) string { return ConsumerTagPrefix + consumer }
+
+// ConsumerRefSeparator separates a consumer's id from the branch or tag it
+// follows in the name of its tag. Consumer ids cannot hold it, so the
+// first one in a tag's name ends the id.
+const ConsumerRefSeparator = "#"
+
+// ConsumerTagOn is the name of the tag of a consumer of the table's branch
+// or tag ref: "sluice-consumer-<consumer>#<ref>", or ConsumerTag's for the
+// main branch (ref "").
+func ConsumerTagOn(consumer, ref string) string {
+	if ref == "" {
+		return ConsumerTag(consumer)
+	}
+	return ConsumerTagPrefix + consumer + ConsumerRefSeparator + ref
+}
 
 // tagAttempts bounds the commits of one tag write that lose to concurrent
 // commits (each reloads the table and tries again).

@@ -41,9 +41,18 @@ func PaimonConsumerID(consumer string) string {
 }
 
 // paimonConsumerFile is the path of a consumer's file in its table's
-// folder.
-func paimonConsumerFile(consumer string) string {
-	return path.Join("consumer", "consumer-"+PaimonConsumerID(consumer))
+// folder: the main branch's consumer folder, or the branch's
+// (branch/branch-<name>/consumer, where Paimon's expiry of that branch
+// reads it).
+func paimonConsumerFile(branch, consumer string) (string, error) {
+	file := path.Join("consumer", "consumer-"+PaimonConsumerID(consumer))
+	if branch == "" {
+		return file, nil
+	}
+	if strings.ContainsAny(branch, `/\`) || branch == "." || branch == ".." {
+		return "", fmt.Errorf("%w: Paimon branch %q: a branch's folder name holds no / or \\", ErrInvalidConfig, branch)
+	}
+	return path.Join("branch", "branch-"+branch, file), nil
 }
 
 // paimonWriter is storage a consumer file can be written to.
@@ -70,10 +79,15 @@ func (p *PaimonTables) tableWriter(name string) (paimonWriter, string, error) {
 }
 
 // SetConsumer writes the Paimon consumer file of a Sluice consumer of the
-// table name, {"nextSnapshot": next}: Paimon's expiry then keeps snapshot
-// next and every later one. It replaces the consumer's previous file.
-func (p *PaimonTables) SetConsumer(_ context.Context, name, consumer string, next int64) error {
+// table name's branch ("": the main branch), {"nextSnapshot": next}:
+// Paimon's expiry of the branch then keeps snapshot next and every later
+// one. It replaces the consumer's previous file.
+func (p *PaimonTables) SetConsumer(_ context.Context, name, branch, consumer string, next int64) error {
 	w, dir, err := p.tableWriter(name)
+	if err != nil {
+		return err
+	}
+	file, err := paimonConsumerFile(branch, consumer)
 	if err != nil {
 		return err
 	}
@@ -81,20 +95,24 @@ func (p *PaimonTables) SetConsumer(_ context.Context, name, consumer string, nex
 	if err != nil {
 		return err
 	}
-	if err := w.WriteFile(path.Join(dir, paimonConsumerFile(consumer)), data); err != nil {
+	if err := w.WriteFile(path.Join(dir, file), data); err != nil {
 		return writeError(name, "write the consumer file of "+consumer, err)
 	}
 	return nil
 }
 
 // DropConsumer removes the Paimon consumer file of a Sluice consumer of
-// the table name; none is no error.
-func (p *PaimonTables) DropConsumer(_ context.Context, name, consumer string) error {
+// the table name's branch ("": the main branch); none is no error.
+func (p *PaimonTables) DropConsumer(_ context.Context, name, branch, consumer string) error {
 	w, dir, err := p.tableWriter(name)
 	if err != nil {
 		return err
 	}
-	if err := w.Remove(path.Join(dir, paimonConsumerFile(consumer))); err != nil {
+	file, err := paimonConsumerFile(branch, consumer)
+	if err != nil {
+		return err
+	}
+	if err := w.Remove(path.Join(dir, file)); err != nil {
 		return writeError(name, "remove the consumer file of "+consumer, err)
 	}
 	return nil

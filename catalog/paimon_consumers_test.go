@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,7 @@ func TestPaimonConsumerFiles(t *testing.T) {
 	}
 	file := filepath.Join(wh, "py.db", "append_log", "consumer", "consumer-"+id)
 	for _, next := range []int64{2, 3} {
-		if err := p.SetConsumer(ctx, name, consumer, next); err != nil {
+		if err := p.SetConsumer(ctx, name, "", consumer, next); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(file)
@@ -60,14 +61,37 @@ print(cm.consumer(sys.argv[2]).next_snapshot, cm.min_next_snapshot())`
 		t.Log("pypaimon's reading of the consumer file not checked: set SLUICE_PAIMON_PYTHON (make paimon-venv)")
 	}
 	for range 2 {
-		if err := p.DropConsumer(ctx, name, consumer); err != nil {
+		if err := p.DropConsumer(ctx, name, "", consumer); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Fatalf("the consumer file after DropConsumer: %v", err)
 	}
-	if err := p.SetConsumer(ctx, "paimon.py.missing", consumer, 1); err == nil {
+	if err := p.SetConsumer(ctx, "paimon.py.missing", "", consumer, 1); err == nil {
 		t.Fatal("a consumer file for a table that does not exist: no error")
+	}
+	// A consumer of a branch has its file in the branch's consumer folder,
+	// where Paimon's expiry of the branch reads it.
+	onBranch := filepath.Join(wh, "py.db", "append_log", "branch", "branch-b1", "consumer", "consumer-"+id)
+	if err := p.SetConsumer(ctx, name, "b1", consumer, 4); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(onBranch); err != nil || string(b) != `{"nextSnapshot":4}` {
+		t.Fatalf("the branch's consumer file: %s %v", b, err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("a branch's consumer wrote the main branch's file: %v", err)
+	}
+	if err := p.DropConsumer(ctx, name, "b1", consumer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(onBranch); !os.IsNotExist(err) {
+		t.Fatalf("the branch's consumer file after DropConsumer: %v", err)
+	}
+	for _, bad := range []string{"../x", "a/b", ".."} {
+		if err := p.SetConsumer(ctx, name, bad, consumer, 1); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("branch %q: %v, want ErrInvalidConfig", bad, err)
+		}
 	}
 }

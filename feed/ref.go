@@ -36,7 +36,7 @@ const maxRefBytes = 255
 // naming each end of the window.
 func (r Request) validateRefs() error {
 	for _, f := range []struct{ what, name string }{{"ref", r.Ref}, {"from_ref", r.FromRef}, {"to_ref", r.ToRef}} {
-		if err := checkRefName(f.what, f.name); err != nil {
+		if err := CheckRefName(f.what, f.name); err != nil {
 			return err
 		}
 	}
@@ -49,7 +49,11 @@ func (r Request) validateRefs() error {
 	return nil
 }
 
-func checkRefName(what, name string) error {
+// CheckRefName checks the shape of a branch or tag name given as what (a
+// request field's name, for the message): at most 255 bytes, without
+// surrounding spaces or control characters; "" (no ref) is valid. A bad
+// one is ErrInvalidRequest.
+func CheckRefName(what, name string) error {
 	if name == "" {
 		return nil
 	}

@@ -100,6 +100,14 @@ func checkFixtureRefs(t *testing.T, name, base string) {
 			if err != nil || st.Snapshot == nil || *st.Snapshot != ref.SnapshotID || st.Ref == nil || st.Ref.Name != name {
 				t.Fatalf("status on %s: %+v, %v; want snapshot %d", name, st, err, ref.SnapshotID)
 			}
+			// A watch of the ref starts at its head.
+			for st, err := range eng.WatchCommitsOn(ctx, fx.name, name, feed.FollowOptions{}, nil, nil) {
+				if err != nil || st.Snapshot == nil || *st.Snapshot != ref.SnapshotID || st.Ref == nil ||
+					st.Ref.Name != name || *st.Ref.Head != ref.SnapshotID {
+					t.Fatalf("watch of %s: %+v, %v; want its head %d", name, st, err, ref.SnapshotID)
+				}
+				break
+			}
 			// Every snapshot of the ref's lineage from its parent, and
 			// the whole lineage, as windows naming the ref.
 			for k, to := range lineage {
@@ -118,6 +126,13 @@ func checkFixtureRefs(t *testing.T, name, base string) {
 				}
 			})
 		})
+	}
+
+	for _, err := range eng.WatchCommitsOn(ctx, fx.name, "nope", feed.FollowOptions{}, nil, nil) {
+		if !errors.Is(err, feed.ErrRefNotFound) {
+			t.Fatalf("watch of an unknown ref: %v, want ErrRefNotFound", err)
+		}
+		break
 	}
 
 	audit, v2, audited := fx.exp.Refs["audit"], fx.exp.Refs[base], fx.exp.Refs["audited"]

@@ -21,6 +21,16 @@ import (
 // retrying (when set) of each.
 func (e *Engine) WatchCommits(ctx context.Context, table string, opts FollowOptions, transient func(error) bool,
 	retrying func(err error, wait time.Duration)) iter.Seq2[TableStatus, error] {
+	return e.WatchCommitsOn(ctx, table, "", opts, transient, retrying)
+}
+
+// WatchCommitsOn is WatchCommits on the table's branch or tag ref (empty:
+// the main branch): it yields the ref's head, then one position per new
+// commit on the ref's lineage (a tag moved elsewhere: its new position),
+// each with the ref (its Head the position's snapshot). An unknown ref,
+// or one dropped while watched, ends it with ErrRefNotFound.
+func (e *Engine) WatchCommitsOn(ctx context.Context, table, ref string, opts FollowOptions,
+	transient func(error) bool, retrying func(err error, wait time.Duration)) iter.Seq2[TableStatus, error] {
 	opts = opts.WithDefaults()
 	if transient == nil {
 		transient = func(err error) bool { return errors.Is(err, ErrStorageUnavailable) }
@@ -74,7 +84,16 @@ func (e *Engine) WatchCommits(ctx context.Context, table string, opts FollowOpti
 			}
 			delay = opts.PollInterval
 			lineage := st.history().Snapshots
-			for _, c := range newCommits(table, lineage, last, first) {
+			var on *Ref
+			if ref != "" {
+				view, r, err := onRef(ctx, table, st.tbl, ref)
+				if err != nil {
+					yield(TableStatus{}, err)
+					return
+				}
+				lineage, on = historyAt(view, nil).Snapshots, r
+			}
+			for _, c := range newCommits(table, lineage, last, first, on) {
 				if !yield(c, nil) {
 					return
 				}
@@ -91,8 +110,9 @@ func (e *Engine) WatchCommits(ctx context.Context, table string, opts FollowOpti
 // newCommits returns the positions a watch yields for a poll that found
 // lineage, last being the current snapshot of the previous poll: the
 // current position on the first poll; then every snapshot after last, or
-// the new current snapshot when last left the lineage (a rollback).
-func newCommits(table string, lineage []Snapshot, last *Snapshot, first bool) []TableStatus {
+// the new current snapshot when last left the lineage (a rollback). A
+// watch of a ref gives its positions the ref, headed at each position.
+func newCommits(table string, lineage []Snapshot, last *Snapshot, first bool, ref *Ref) []TableStatus {
 	var cur *Snapshot
 	if n := len(lineage); n > 0 {
 		cur = &lineage[n-1]
@@ -100,7 +120,7 @@ func newCommits(table string, lineage []Snapshot, last *Snapshot, first bool) []
 	var out []Snapshot
 	switch {
 	case first && cur == nil:
-		return []TableStatus{{Table: table}}
+		return []TableStatus{{Table: table, Ref: ref}}
 	case first:
 		out = []Snapshot{*cur}
 	case cur == nil || (last != nil && cur.ID == last.ID):
@@ -117,6 +137,11 @@ func newCommits(table string, lineage []Snapshot, last *Snapshot, first bool) []
 	for i, sn := range out {
 		id := sn.ID
 		sts[i] = TableStatus{Table: table, CommitSeq: sn.CommitSeq, Snapshot: &id, TimestampMs: sn.TimestampMs}
+		if ref != nil {
+			r := *ref
+			r.Head = &id
+			sts[i].Ref = &r
+		}
 	}
 	return sts
 }

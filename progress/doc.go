@@ -1,7 +1,11 @@
 // Package progress stores the durable progress of Sluice's consumers: for
-// each table and consumer id, the last snapshot the consumer acknowledged
-// as processed. A follow stream that names a consumer resumes right after
-// it.
+// each table, ref and consumer id (a [Key]), the last snapshot the
+// consumer acknowledged as processed. A follow stream that names a
+// consumer resumes right after it. The ref is the branch or tag whose
+// lineage the consumer follows, "" for the main branch: the same id on
+// main and on a branch are two consumers. A store made before refs were
+// kept is rebuilt keyed by ref when opened, its records the main
+// branch's.
 //
 // A [Store] keeps the progress in a SQL database: an embedded SQLite file
 // (the default, next to the warehouse) or PostgreSQL. [Open] picks the

@@ -46,7 +46,7 @@ func TestProtected(t *testing.T) {
 			if fmt.Sprint(names) != "[p.t/kept@1 p.u/kept@3]" {
 				t.Fatalf("protected: %v", names)
 			}
-			c, err := s.Get(ctx, "p.t", "kept")
+			c, err := s.Get(ctx, key("p.t", "kept"))
 			if err != nil || !c.Protected {
 				t.Fatalf("get: %+v %v, want protected", c, err)
 			}

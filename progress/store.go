@@ -15,10 +15,37 @@ import (
 	_ "modernc.org/sqlite"             // the pure-Go "sqlite" database/sql driver
 )
 
-// Checkpoint is a consumer's acknowledged position on a table.
+// Key names a consumer's progress: a consumer id on a table's branch or
+// tag. The same id on two refs of a table names two consumers, each with
+// its own progress and owner.
+type Key struct {
+	// Table is "namespace.table".
+	Table string
+	// Ref is the branch or tag whose lineage the consumer follows; "" is
+	// the main branch (and every record written before refs were kept).
+	Ref string
+	// Consumer is the consumer id.
+	Consumer string
+}
+
+// String describes the key for messages: `consumer "c" on table t`, with
+// ` (ref "r")` when the ref is not the main branch.
+func (k Key) String() string {
+	out := fmt.Sprintf("consumer %q on table %s", k.Consumer, k.Table)
+	if k.Ref != "" {
+		out += fmt.Sprintf(" (ref %q)", k.Ref)
+	}
+	return out
+}
+
+// Checkpoint is a consumer's acknowledged position on a table's branch or
+// tag.
 type Checkpoint struct {
 	// Table is "namespace.table".
 	Table string
+	// Ref is the branch or tag the consumer follows ("" for the main
+	// branch).
+	Ref string
 	// Consumer is the consumer id.
 	Consumer string
 	// Snapshot is the acknowledged snapshot: the consumer has processed
@@ -42,6 +69,9 @@ type Checkpoint struct {
 	// kept from the table's expiry (see the server's --protect-consumers).
 	Protected bool
 }
+
+// Key returns the key of the checkpoint's consumer.
+func (c Checkpoint) Key() Key { return Key{Table: c.Table, Ref: c.Ref, Consumer: c.Consumer} }
 
 // Dialects of a Store.
 const (
@@ -137,50 +167,6 @@ func (s *Store) Dialect() string { return s.dialect }
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-const schema = `CREATE TABLE IF NOT EXISTS sluice_consumer_progress (
-	table_name   TEXT   NOT NULL,
-	consumer     TEXT   NOT NULL,
-	snapshot_id  BIGINT NOT NULL,
-	commit_seq   BIGINT NOT NULL,
-	timestamp_ms BIGINT NOT NULL,
-	acked_at_ms  BIGINT NOT NULL,
-	owner        TEXT   NOT NULL DEFAULT '',
-	acked        INTEGER NOT NULL DEFAULT 1,
-	protected    INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (table_name, consumer)
-)`
-
-// A row whose acked is 0 is a claim: a consumer with an owner and no
-// progress yet. Get and List show only rows with progress.
-
-func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, schema); err != nil {
-		return err
-	}
-	// Stores made before owners were kept lack the column.
-	if _, err := s.db.ExecContext(ctx, `SELECT owner FROM sluice_consumer_progress WHERE 1 = 0`); err != nil {
-		if _, err := s.db.ExecContext(ctx,
-			`ALTER TABLE sluice_consumer_progress ADD COLUMN owner TEXT NOT NULL DEFAULT ''`); err != nil {
-			return fmt.Errorf("add the owner column: %w", err)
-		}
-	}
-	// And before claims were kept, the acked column.
-	if _, err := s.db.ExecContext(ctx, `SELECT acked FROM sluice_consumer_progress WHERE 1 = 0`); err != nil {
-		if _, err := s.db.ExecContext(ctx,
-			`ALTER TABLE sluice_consumer_progress ADD COLUMN acked INTEGER NOT NULL DEFAULT 1`); err != nil {
-			return fmt.Errorf("add the acked column: %w", err)
-		}
-	}
-	// And before consumers were protected, the protected column.
-	if _, err := s.db.ExecContext(ctx, `SELECT protected FROM sluice_consumer_progress WHERE 1 = 0`); err != nil {
-		if _, err := s.db.ExecContext(ctx,
-			`ALTER TABLE sluice_consumer_progress ADD COLUMN protected INTEGER NOT NULL DEFAULT 0`); err != nil {
-			return fmt.Errorf("add the protected column: %w", err)
-		}
-	}
-	return nil
-}
-
 // query rewrites ? placeholders for the dialect ($1, $2... for
 // PostgreSQL).
 func (s *Store) query(q string) string {
@@ -210,47 +196,46 @@ func (s *Store) Put(ctx context.Context, c Checkpoint) error {
 		c.AckedAt = time.Now()
 	}
 	res, err := s.db.ExecContext(ctx, s.query(`INSERT INTO sluice_consumer_progress
-		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked, protected)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
-		ON CONFLICT (table_name, consumer) DO UPDATE SET snapshot_id = excluded.snapshot_id,
+		(table_name, ref, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked, protected)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+		ON CONFLICT (table_name, ref, consumer) DO UPDATE SET snapshot_id = excluded.snapshot_id,
 		commit_seq = excluded.commit_seq, timestamp_ms = excluded.timestamp_ms, acked_at_ms = excluded.acked_at_ms,
 		owner = excluded.owner, acked = 1, protected = excluded.protected
 		WHERE sluice_consumer_progress.owner IN ('', excluded.owner)`),
-		c.Table, c.Consumer, c.Snapshot, c.CommitSeq, c.TimestampMs, c.AckedAt.UnixMilli(), c.Owner, boolInt(c.Protected))
-	what := fmt.Sprintf("record the progress of consumer %q on table %s", c.Consumer, c.Table)
-	return s.owned(ctx, res, err, what, c.Table, c.Consumer, c.Owner)
+		c.Table, c.Ref, c.Consumer, c.Snapshot, c.CommitSeq, c.TimestampMs, c.AckedAt.UnixMilli(), c.Owner,
+		boolInt(c.Protected))
+	return s.owned(ctx, res, err, "record the progress of "+c.Key().String(), c.Key(), c.Owner)
 }
 
-// Claim makes principal the owner of the consumer on the table unless
-// another principal owns it (an error wrapping ErrNotOwner), atomically: a
+// Claim makes principal the owner of the consumer k unless another
+// principal owns it (an error wrapping ErrNotOwner), atomically: a
 // consumer without progress gets a claim, which Get and List do not show
 // and Delete removes; progress without an owner is adopted.
-func (s *Store) Claim(ctx context.Context, table, consumer, principal string) error {
+func (s *Store) Claim(ctx context.Context, k Key, principal string) error {
 	res, err := s.db.ExecContext(ctx, s.query(`INSERT INTO sluice_consumer_progress
-		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked)
-		VALUES (?, ?, 0, 0, 0, ?, ?, 0)
-		ON CONFLICT (table_name, consumer) DO UPDATE SET owner = excluded.owner
+		(table_name, ref, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked)
+		VALUES (?, ?, ?, 0, 0, 0, ?, ?, 0)
+		ON CONFLICT (table_name, ref, consumer) DO UPDATE SET owner = excluded.owner
 		WHERE sluice_consumer_progress.owner IN ('', excluded.owner)`),
-		table, consumer, time.Now().UnixMilli(), principal)
-	what := fmt.Sprintf("claim consumer %q on table %s", consumer, table)
-	return s.owned(ctx, res, err, what, table, consumer, principal)
+		k.Table, k.Ref, k.Consumer, time.Now().UnixMilli(), principal)
+	return s.owned(ctx, res, err, "claim "+k.String(), k, principal)
 }
 
-// Assign makes principal the owner of the consumer on the table, whoever
-// owned it: the configuration fixes the owner of some consumers. Progress
-// that another principal recorded is dropped (it was never principal's);
+// Assign makes principal the owner of the consumer k, whoever owned it:
+// the configuration fixes the owner of some consumers. Progress that
+// another principal recorded is dropped (it was never principal's);
 // progress without an owner is adopted. A consumer without progress gets a
 // claim, as with Claim.
-func (s *Store) Assign(ctx context.Context, table, consumer, principal string) error {
+func (s *Store) Assign(ctx context.Context, k Key, principal string) error {
 	_, err := s.db.ExecContext(ctx, s.query(`INSERT INTO sluice_consumer_progress
-		(table_name, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked)
-		VALUES (?, ?, 0, 0, 0, ?, ?, 0)
-		ON CONFLICT (table_name, consumer) DO UPDATE SET owner = excluded.owner,
+		(table_name, ref, consumer, snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner, acked)
+		VALUES (?, ?, ?, 0, 0, 0, ?, ?, 0)
+		ON CONFLICT (table_name, ref, consumer) DO UPDATE SET owner = excluded.owner,
 		acked = CASE WHEN sluice_consumer_progress.owner IN ('', excluded.owner)
 			THEN sluice_consumer_progress.acked ELSE 0 END`),
-		table, consumer, time.Now().UnixMilli(), principal)
+		k.Table, k.Ref, k.Consumer, time.Now().UnixMilli(), principal)
 	if err != nil {
-		return s.fail(ctx, fmt.Sprintf("assign consumer %q on table %s to %q", consumer, table, principal), err)
+		return s.fail(ctx, fmt.Sprintf("assign %s to %q", k, principal), err)
 	}
 	return nil
 }
@@ -258,7 +243,7 @@ func (s *Store) Assign(ctx context.Context, table, consumer, principal string) e
 // owned checks the result of a write that applies only when principal owns
 // the consumer (or nobody does): no row written means another principal
 // owns it.
-func (s *Store) owned(ctx context.Context, res sql.Result, err error, what, table, consumer, principal string) error {
+func (s *Store) owned(ctx context.Context, res sql.Result, err error, what string, k Key, principal string) error {
 	if err != nil {
 		return s.fail(ctx, what, err)
 	}
@@ -269,66 +254,66 @@ func (s *Store) owned(ctx context.Context, res sql.Result, err error, what, tabl
 	if n > 0 {
 		return nil
 	}
-	owner, err := s.owner(ctx, table, consumer)
+	owner, err := s.owner(ctx, k)
 	if err != nil {
 		return err
 	}
 	if owner == "" {
 		return fmt.Errorf("%w: %s: the consumer was reset meanwhile; try again", ErrUnavailable, what)
 	}
-	return notOwner(table, consumer, owner, principal)
+	return notOwner(k, owner, principal)
 }
 
-// owner returns the owner of the consumer on the table, as a claim or with
-// progress ("" for none).
-func (s *Store) owner(ctx context.Context, table, consumer string) (string, error) {
+// owner returns the owner of the consumer k, as a claim or with progress
+// ("" for none).
+func (s *Store) owner(ctx context.Context, k Key) (string, error) {
 	var owner string
 	err := s.db.QueryRowContext(ctx, s.query(`SELECT owner FROM sluice_consumer_progress
-		WHERE table_name = ? AND consumer = ?`), table, consumer).Scan(&owner)
+		WHERE table_name = ? AND ref = ? AND consumer = ?`), k.Table, k.Ref, k.Consumer).Scan(&owner)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return "", s.fail(ctx, fmt.Sprintf("read the owner of consumer %q on table %s", consumer, table), err)
+		return "", s.fail(ctx, "read the owner of "+k.String(), err)
 	}
 	return owner, nil
 }
 
 // notOwner is the ErrNotOwner error of a write by principal to a consumer
 // that another principal owns.
-func notOwner(table, consumer, owner, principal string) error {
-	return fmt.Errorf("%w: consumer %q on table %s belongs to principal %q, not %q", ErrNotOwner, consumer,
-		table, owner, principal)
+func notOwner(k Key, owner, principal string) error {
+	return fmt.Errorf("%w: %s belongs to principal %q, not %q", ErrNotOwner, k, owner, principal)
 }
 
-// Get returns the consumer's checkpoint on the table, or an error wrapping
+// Get returns the checkpoint of the consumer k, or an error wrapping
 // ErrNotFound.
-func (s *Store) Get(ctx context.Context, table, consumer string) (Checkpoint, error) {
+func (s *Store) Get(ctx context.Context, k Key) (Checkpoint, error) {
 	row := s.db.QueryRowContext(ctx, s.query(`SELECT snapshot_id, commit_seq, timestamp_ms, acked_at_ms, owner,
-		protected FROM sluice_consumer_progress WHERE table_name = ? AND consumer = ? AND acked = 1`), table, consumer)
-	c := Checkpoint{Table: table, Consumer: consumer}
+		protected FROM sluice_consumer_progress WHERE table_name = ? AND ref = ? AND consumer = ? AND acked = 1`),
+		k.Table, k.Ref, k.Consumer)
+	c := Checkpoint{Table: k.Table, Ref: k.Ref, Consumer: k.Consumer}
 	var acked, protected int64
 	if err := row.Scan(&c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner, &protected); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return Checkpoint{}, fmt.Errorf("%w: consumer %q has no progress on table %s", ErrNotFound, consumer, table)
+			return Checkpoint{}, fmt.Errorf("%w: %s has no progress", ErrNotFound, k)
 		}
-		return Checkpoint{}, s.fail(ctx, fmt.Sprintf("read the progress of consumer %q on table %s", consumer, table), err)
+		return Checkpoint{}, s.fail(ctx, "read the progress of "+k.String(), err)
 	}
 	c.AckedAt, c.Protected = time.UnixMilli(acked), protected != 0
 	return c, nil
 }
 
-// List returns the checkpoints of every consumer of the table, by consumer
-// id.
+// List returns the checkpoints of every consumer of the table, on every
+// ref, by consumer id and ref (the main branch's first).
 func (s *Store) List(ctx context.Context, table string) ([]Checkpoint, error) {
-	return s.list(ctx, "list the consumers of table "+table, `SELECT table_name, consumer, snapshot_id, commit_seq,
-		timestamp_ms, acked_at_ms, owner, protected FROM sluice_consumer_progress WHERE table_name = ? AND acked = 1
-		ORDER BY consumer`, table)
+	return s.list(ctx, "list the consumers of table "+table, `SELECT table_name, ref, consumer, snapshot_id,
+		commit_seq, timestamp_ms, acked_at_ms, owner, protected FROM sluice_consumer_progress
+		WHERE table_name = ? AND acked = 1 ORDER BY consumer, ref`, table)
 }
 
 // ListProtected returns the checkpoints of every protected consumer (see
-// Checkpoint.Protected) of every table, by table and consumer id.
+// Checkpoint.Protected) of every table, by table, consumer id and ref.
 func (s *Store) ListProtected(ctx context.Context) ([]Checkpoint, error) {
-	return s.list(ctx, "list the protected consumers", `SELECT table_name, consumer, snapshot_id, commit_seq,
+	return s.list(ctx, "list the protected consumers", `SELECT table_name, ref, consumer, snapshot_id, commit_seq,
 		timestamp_ms, acked_at_ms, owner, protected FROM sluice_consumer_progress WHERE acked = 1 AND protected = 1
-		ORDER BY table_name, consumer`)
+		ORDER BY table_name, consumer, ref`)
 }
 
 // list returns the checkpoints a query selects (what describes it for
@@ -343,7 +328,7 @@ func (s *Store) list(ctx context.Context, what, q string, args ...any) ([]Checkp
 	for rows.Next() {
 		var c Checkpoint
 		var acked, protected int64
-		if err := rows.Scan(&c.Table, &c.Consumer, &c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner,
+		if err := rows.Scan(&c.Table, &c.Ref, &c.Consumer, &c.Snapshot, &c.CommitSeq, &c.TimestampMs, &acked, &c.Owner,
 			&protected); err != nil {
 			return nil, s.fail(ctx, what, err)
 		}
@@ -364,28 +349,28 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// Delete forgets the consumer's progress (or claim) on the table, as
-// principal, and reports whether it had progress; a consumer that another
-// principal owns is left alone, with an error wrapping ErrNotOwner. Once
-// deleted, the consumer is free: the next principal to claim or
-// acknowledge it owns it.
-func (s *Store) Delete(ctx context.Context, table, consumer, principal string) (bool, error) {
-	what := fmt.Sprintf("reset consumer %q on table %s", consumer, table)
+// Delete forgets the progress (or claim) of the consumer k, as principal,
+// and reports whether it had progress; a consumer that another principal
+// owns is left alone, with an error wrapping ErrNotOwner. Once deleted,
+// the consumer is free: the next principal to claim or acknowledge it
+// owns it. The consumers of the same id on the table's other refs are
+// left alone.
+func (s *Store) Delete(ctx context.Context, k Key, principal string) (bool, error) {
 	var acked int
 	err := s.db.QueryRowContext(ctx, s.query(`DELETE FROM sluice_consumer_progress
-		WHERE table_name = ? AND consumer = ? AND owner IN ('', ?) RETURNING acked`),
-		table, consumer, principal).Scan(&acked)
+		WHERE table_name = ? AND ref = ? AND consumer = ? AND owner IN ('', ?) RETURNING acked`),
+		k.Table, k.Ref, k.Consumer, principal).Scan(&acked)
 	switch {
 	case err == nil:
 		return acked == 1, nil
 	case !errors.Is(err, sql.ErrNoRows):
-		return false, s.fail(ctx, what, err)
+		return false, s.fail(ctx, "reset "+k.String(), err)
 	}
-	owner, err := s.owner(ctx, table, consumer)
+	owner, err := s.owner(ctx, k)
 	if err != nil || owner == "" {
 		return false, err // nothing to delete
 	}
-	return false, notOwner(table, consumer, owner, principal)
+	return false, notOwner(k, owner, principal)
 }
 
 // fail wraps a database error: the caller's cancellation as it is, any

@@ -45,7 +45,7 @@ func TestStore(t *testing.T) {
 			if s.Dialect() != name {
 				t.Fatalf("dialect %s", s.Dialect())
 			}
-			if _, err := s.Get(ctx, "a.t", "c1"); !errors.Is(err, progress.ErrNotFound) {
+			if _, err := s.Get(ctx, key("a.t", "c1")); !errors.Is(err, progress.ErrNotFound) {
 				t.Fatalf("get of nothing: %v", err)
 			}
 			at := time.UnixMilli(1_800_000_000_000)
@@ -60,7 +60,7 @@ func TestStore(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := s.Get(ctx, "a.t", "c1")
+			got, err := s.Get(ctx, key("a.t", "c1"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,13 +78,13 @@ func TestStore(t *testing.T) {
 			if empty, err := s.List(ctx, "none.t"); err != nil || len(empty) != 0 {
 				t.Fatalf("list of a table without consumers: %v %v", empty, err)
 			}
-			if removed, err := s.Delete(ctx, "a.t", "c1", ""); err != nil || !removed {
+			if removed, err := s.Delete(ctx, key("a.t", "c1"), ""); err != nil || !removed {
 				t.Fatalf("delete: %v %v", removed, err)
 			}
-			if removed, err := s.Delete(ctx, "a.t", "c1", ""); err != nil || removed {
+			if removed, err := s.Delete(ctx, key("a.t", "c1"), ""); err != nil || removed {
 				t.Fatalf("second delete: %v %v", removed, err)
 			}
-			if got, err := s.Get(ctx, "b.t", "c1"); err != nil || got.Snapshot != 99 {
+			if got, err := s.Get(ctx, key("b.t", "c1")); err != nil || got.Snapshot != 99 {
 				t.Fatalf("progress is per table: %+v %v", got, err)
 			}
 
@@ -100,17 +100,17 @@ func TestStore(t *testing.T) {
 			if err := s.Put(ctx, stolen); !errors.Is(err, progress.ErrNotOwner) || !strings.Contains(err.Error(), `"alice"`) {
 				t.Fatalf("bob's ack of alice's consumer: %v", err)
 			}
-			if removed, err := s.Delete(ctx, "a.t", "c3", "bob"); !errors.Is(err, progress.ErrNotOwner) || removed {
+			if removed, err := s.Delete(ctx, key("a.t", "c3"), "bob"); !errors.Is(err, progress.ErrNotOwner) || removed {
 				t.Fatalf("bob's reset of alice's consumer: %v %v", removed, err)
 			}
-			if got, err := s.Get(ctx, "a.t", "c3"); err != nil || got != owned {
+			if got, err := s.Get(ctx, key("a.t", "c3")); err != nil || got != owned {
 				t.Fatalf("alice's consumer after bob's attempts: %+v %v", got, err)
 			}
 			owned.Snapshot = 3
 			if err := s.Put(ctx, owned); err != nil {
 				t.Fatalf("alice moves her consumer: %v", err)
 			}
-			if removed, err := s.Delete(ctx, "a.t", "c3", "alice"); err != nil || !removed {
+			if removed, err := s.Delete(ctx, key("a.t", "c3"), "alice"); err != nil || !removed {
 				t.Fatalf("alice resets her consumer: %v %v", removed, err)
 			}
 			// Progress without an owner (recorded before owners were
@@ -127,7 +127,7 @@ func TestStore(t *testing.T) {
 			if err := s.Put(ctx, legacy); !errors.Is(err, progress.ErrNotOwner) {
 				t.Fatalf("dave's ack of carol's adopted consumer: %v", err)
 			}
-			if _, err := s.Delete(ctx, "a.t", "c4", "carol"); err != nil {
+			if _, err := s.Delete(ctx, key("a.t", "c4"), "carol"); err != nil {
 				t.Fatal(err)
 			}
 
@@ -137,13 +137,13 @@ func TestStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s2.Close()
-			if got, err := s2.Get(ctx, "a.t", "c2"); err != nil || got.Snapshot != 12 {
+			if got, err := s2.Get(ctx, key("a.t", "c2")); err != nil || got.Snapshot != 12 {
 				t.Fatalf("reopened: %+v %v", got, err)
 			}
-			if _, err := s2.Delete(ctx, "a.t", "c2", ""); err != nil {
+			if _, err := s2.Delete(ctx, key("a.t", "c2"), ""); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s2.Delete(ctx, "b.t", "c1", ""); err != nil {
+			if _, err := s2.Delete(ctx, key("b.t", "c1"), ""); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -192,14 +192,14 @@ func TestMigrateAddsOwner(t *testing.T) {
 		table_name TEXT NOT NULL, consumer TEXT NOT NULL, snapshot_id BIGINT NOT NULL, commit_seq BIGINT NOT NULL,
 		timestamp_ms BIGINT NOT NULL, acked_at_ms BIGINT NOT NULL, PRIMARY KEY (table_name, consumer))`,
 		`INSERT INTO sluice_consumer_progress VALUES ('a.t', 'old', 7, 1, 100, 1800000000000)`)
-	got, err := s.Get(ctx, "a.t", "old")
+	got, err := s.Get(ctx, key("a.t", "old"))
 	if err != nil || got.Snapshot != 7 || got.Owner != "" {
 		t.Fatalf("old progress after the migration: %+v %v", got, err)
 	}
 	if err := s.Put(ctx, progress.Checkpoint{Table: "a.t", Consumer: "old", Snapshot: 8, Owner: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Get(ctx, "a.t", "old"); got.Owner != "alice" {
+	if got, _ := s.Get(ctx, key("a.t", "old")); got.Owner != "alice" {
 		t.Fatalf("adopted: %+v", got)
 	}
 }
@@ -227,3 +227,6 @@ func openOldStore(t *testing.T, statements ...string) *progress.Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// key is the key of a consumer on a table's main branch.
+func key(table, consumer string) progress.Key { return progress.Key{Table: table, Consumer: consumer} }

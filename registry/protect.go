@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicefeed/sluice/catalog"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // Ways a consumer's snapshot is protected, as Protect reports them.
@@ -51,37 +52,66 @@ func (p *Protector) CheckWritable() error {
 	return nil
 }
 
-// Protect pins a consumer's acknowledged snapshot of the table name and
-// returns how (ProtectTag, ProtectConsumerFile, ProtectLagWatch): an
-// Iceberg table's tag is moved onto it, a Paimon table's consumer file
-// names the next snapshot, a Delta table's lag is watched (see
-// Retention).
-func (p *Protector) Protect(ctx context.Context, name, consumer string, snapshot int64) (string, error) {
+// Protect pins the acknowledged snapshot of a consumer of the table
+// name's branch or tag ref (the zero Ref: the main branch) and returns how
+// (ProtectTag, ProtectConsumerFile, ProtectLagWatch): an Iceberg table's
+// tag (catalog.ConsumerTagOn) is moved onto it, a Paimon table's consumer
+// file names the next snapshot (in the branch's consumer folder for a
+// branch), a Delta table's lag is watched (see Retention).
+func (p *Protector) Protect(ctx context.Context, name, consumer string, ref lake.Ref, snapshot int64) (string,
+	error) {
 	t := p.tables
 	switch {
 	case t.paimon != nil && t.paimon.Has(name):
-		return ProtectConsumerFile, t.paimon.SetConsumer(ctx, name, consumer, snapshot+1)
+		branch, id := paimonConsumer(consumer, ref)
+		return ProtectConsumerFile, t.paimon.SetConsumer(ctx, name, branch, id, snapshot+1)
 	case t.delta != nil && t.delta.Has(name):
+		if ref.Name != "" {
+			return "", fmt.Errorf("%w: %s: a Delta table has no branches or tags (ref %q)", lake.ErrNoRefs, name,
+				ref.Name)
+		}
 		return ProtectLagWatch, nil
 	}
-	return ProtectTag, t.SetTag(ctx, name, catalog.ConsumerTag(consumer), snapshot, p.maxRefAge)
+	return ProtectTag, t.SetTag(ctx, name, catalog.ConsumerTagOn(consumer, ref.Name), snapshot, p.maxRefAge)
 }
 
-// Release drops the consumer's protection on the table name (its tag or
-// consumer file); none is no error.
-func (p *Protector) Release(ctx context.Context, name, consumer string) error {
+// Release drops the protection of a consumer of the table name's branch
+// or tag ref (its tag or consumer file); none is no error. A ref whose
+// kind is not known (a dropped ref: Kind "") drops the consumer file of
+// either kind.
+func (p *Protector) Release(ctx context.Context, name, consumer string, ref lake.Ref) error {
 	t := p.tables
 	switch {
 	case t.paimon != nil && t.paimon.Has(name):
-		return t.paimon.DropConsumer(ctx, name, consumer)
+		if ref.Name != "" && ref.Kind == "" {
+			return errors.Join(
+				t.paimon.DropConsumer(ctx, name, ref.Name, consumer),
+				t.paimon.DropConsumer(ctx, name, "", consumer+catalog.ConsumerRefSeparator+ref.Name))
+		}
+		branch, id := paimonConsumer(consumer, ref)
+		return t.paimon.DropConsumer(ctx, name, branch, id)
 	case t.delta != nil && t.delta.Has(name):
 		return nil
 	}
-	err := t.DropTag(ctx, name, catalog.ConsumerTag(consumer))
+	err := t.DropTag(ctx, name, catalog.ConsumerTagOn(consumer, ref.Name))
 	if errors.Is(err, catalog.ErrTableNotFound) {
 		return nil // a dropped table keeps nothing
 	}
 	return err
+}
+
+// paimonConsumer is where a Paimon table keeps the consumer file of a
+// consumer of ref: the branch's own consumer folder for a branch; for a
+// tag, whose snapshots are the main branch's, the main folder, under the
+// id "<consumer>#<tag>".
+func paimonConsumer(consumer string, ref lake.Ref) (branch, id string) {
+	switch {
+	case ref.Name == "" || ref.Name == lake.MainBranch:
+		return "", consumer
+	case ref.Kind == lake.RefTag:
+		return "", consumer + catalog.ConsumerRefSeparator + ref.Name
+	}
+	return ref.Name, consumer
 }
 
 // Retention returns how long the Delta table name keeps its log entries

@@ -2,6 +2,9 @@ package registry
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/format/delta"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // TestProtectorFormats: the protector pins an Iceberg table's snapshot
@@ -39,7 +43,7 @@ func TestProtectorFormats(t *testing.T) {
 	}
 
 	snap := tbl.CurrentSnapshot().SnapshotID
-	how, err := p.Protect(ctx, "ice.t", "c1", snap)
+	how, err := p.Protect(ctx, "ice.t", "c1", lake.Ref{}, snap)
 	if err != nil || how != ProtectTag {
 		t.Fatalf("protect an Iceberg table: %q %v", how, err)
 	}
@@ -58,14 +62,52 @@ func TestProtectorFormats(t *testing.T) {
 	if !tagged() {
 		t.Fatal("no tag after Protect")
 	}
-	if err := p.Release(ctx, "ice.t", "c1"); err != nil || tagged() {
+	if err := p.Release(ctx, "ice.t", "c1", lake.Ref{}); err != nil || tagged() {
 		t.Fatalf("release: %v, tagged %v", err, tagged())
+	}
+	// A consumer of a branch has its own tag, beside main's consumer of the
+	// same id, and releasing one leaves the other.
+	audit := lake.Ref{Name: "audit", Kind: lake.RefBranch}
+	if _, err := p.Protect(ctx, "ice.t", "c1", lake.Ref{}, snap); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Protect(ctx, "ice.t", "c1", audit, snap); err != nil {
+		t.Fatal(err)
+	}
+	tags := func() []string {
+		tbl, err := cat.LoadTable(ctx, "ice.t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for name := range tbl.Metadata().Refs() {
+			if strings.HasPrefix(name, catalog.ConsumerTagPrefix) {
+				out = append(out, name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := tags(); !slices.Equal(got, []string{"sluice-consumer-c1", "sluice-consumer-c1#audit"}) {
+		t.Fatalf("tags of main's and the branch's c1: %q", got)
+	}
+	if err := p.Release(ctx, "ice.t", "c1", audit); err != nil {
+		t.Fatal(err)
+	}
+	if got := tags(); !slices.Equal(got, []string{"sluice-consumer-c1"}) {
+		t.Fatalf("tags after releasing the branch's c1: %q", got)
+	}
+	if err := p.Release(ctx, "ice.t", "c1", lake.Ref{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Protect(ctx, "delta.deltars_seed5", "c1", audit, 3); !errors.Is(err, lake.ErrNoRefs) {
+		t.Fatalf("protect a consumer of a Delta table's ref: %v, want ErrNoRefs", err)
 	}
 	if _, _, ok, err := p.Retention(ctx, "ice.t"); ok || err != nil {
 		t.Fatalf("an Iceberg table's retention: ok %v, %v", ok, err)
 	}
 
-	if how, err := p.Protect(ctx, "delta.deltars_seed5", "c1", 3); err != nil || how != ProtectLagWatch {
+	if how, err := p.Protect(ctx, "delta.deltars_seed5", "c1", lake.Ref{}, 3); err != nil || how != ProtectLagWatch {
 		t.Fatalf("protect a Delta table: %q %v", how, err)
 	}
 	for _, tt := range []struct {

@@ -78,20 +78,22 @@ var actions = []action{
 		jsonAction(ActionListSnapshots, (*Server).listSnapshots)},
 	{&flight.ActionType{Type: ActionExplain, Description: "a ChangeRequest -> the plan: snapshots, files read and " +
 		"skipped, bytes, per-snapshot strategy"}, explainAction},
-	{&flight.ActionType{Type: ActionAck, Description: `{"consumer", "table", "snapshot"} -> the consumer's progress: ` +
-		"records, durably, that the consumer processed every change up to the snapshot (one on the table's lineage)"},
+	{&flight.ActionType{Type: ActionAck, Description: `{"consumer", "table", "snapshot", "ref"?, "protect"?} -> the ` +
+		"consumer's progress: records, durably, that the consumer processed every change up to the snapshot (one on " +
+		"the lineage of the table's main branch, or of the branch or tag ref)"},
 		jsonAction(ActionAck, (*Server).ack)},
-	{&flight.ActionType{Type: ActionConsumerProgress, Description: `{"consumer", "table"} -> {"consumer", "table", ` +
-		`"snapshot", "commit_seq", "timestamp_ms", "acked_at_ms", "lag_commits", "lag_ms", "expired"}`},
+	{&flight.ActionType{Type: ActionConsumerProgress, Description: `{"consumer", "table", "ref"?} -> {"consumer", ` +
+		`"table", "ref"?, "snapshot", "commit_seq", "timestamp_ms", "acked_at_ms", "lag_commits", "lag_ms", "expired"}`},
 		jsonAction(ActionConsumerProgress, (*Server).consumerProgress)},
 	{&flight.ActionType{Type: ActionListConsumers, Description: `{"table"} -> {"table", "consumers": [...]}: every ` +
-		"consumer with progress on the table, with its lag in commits and time"},
+		"consumer with progress on the table, on any ref (its \"ref\"), with its lag in commits and time on that ref"},
 		jsonAction(ActionListConsumers, (*Server).listConsumers)},
-	{&flight.ActionType{Type: ActionResetConsumer, Description: `{"consumer", "table"} -> {"consumer", "table", ` +
-		`"removed"}: forgets the consumer's progress`},
+	{&flight.ActionType{Type: ActionResetConsumer, Description: `{"consumer", "table", "ref"?} -> {"consumer", ` +
+		`"table", "ref"?, "removed"}: forgets the consumer's progress on the ref`},
 		jsonAction(ActionResetConsumer, (*Server).resetConsumer)},
-	{&flight.ActionType{Type: ActionWatchCommits, Description: `{"table"} -> a stream of {"table", "commit_seq", ` +
-		`"snapshot", "timestamp_ms"}: the current position, then one result per new commit, until cancelled`}, nil},
+	{&flight.ActionType{Type: ActionWatchCommits, Description: `{"table", "ref"?} -> a stream of {"table", ` +
+		`"commit_seq", "snapshot", "timestamp_ms", "ref"?}: the current position (of the main branch, or the head ` +
+		`of the branch or tag ref), then one result per new commit, until cancelled`}, nil},
 }
 
 // actionTypes are the actions as ListActions lists them.
@@ -155,7 +157,7 @@ func (f *flightService) DoAction(act *flight.Action, stream flight.FlightService
 		return stream.Send(&flight.Result{Body: body})
 	}
 	if actions[i].run == nil {
-		var b tableBody
+		var b refBody
 		if err := decodeBody(name, act.GetBody(), &b); err != nil {
 			return f.s.fail(ctx, call, err)
 		}

@@ -53,7 +53,7 @@ func (c *controlService) Explain(ctx context.Context, req *sluicev1.ChangeReques
 func (c *controlService) Ack(ctx context.Context, req *sluicev1.AckRequest) (*sluicev1.ConsumerProgress, error) {
 	snap := jsonInt64(req.GetSnapshot())
 	info, err := c.s.ack(ctx, ackBody{Consumer: req.GetConsumer(), Table: req.GetTable(), Snapshot: &snap,
-		Protect: req.GetProtect()})
+		Protect: req.GetProtect(), Ref: req.GetRef()})
 	if err != nil {
 		return nil, c.s.fail(ctx, "Ack", err)
 	}
@@ -61,7 +61,8 @@ func (c *controlService) Ack(ctx context.Context, req *sluicev1.AckRequest) (*sl
 }
 
 func (c *controlService) GetConsumerProgress(ctx context.Context, req *sluicev1.ConsumerProgressRequest) (*sluicev1.ConsumerProgress, error) {
-	info, err := c.s.consumerProgress(ctx, consumerBody{Consumer: req.GetConsumer(), Table: req.GetTable()})
+	info, err := c.s.consumerProgress(ctx, consumerBody{Consumer: req.GetConsumer(), Table: req.GetTable(),
+		Ref: req.GetRef()})
 	if err != nil {
 		return nil, c.s.fail(ctx, "GetConsumerProgress", err)
 	}
@@ -77,7 +78,8 @@ func (c *controlService) ListConsumers(ctx context.Context, req *sluicev1.ListCo
 }
 
 func (c *controlService) ResetConsumer(ctx context.Context, req *sluicev1.ResetConsumerRequest) (*sluicev1.ResetConsumerResponse, error) {
-	res, err := c.s.resetConsumer(ctx, consumerBody{Consumer: req.GetConsumer(), Table: req.GetTable()})
+	res, err := c.s.resetConsumer(ctx, consumerBody{Consumer: req.GetConsumer(), Table: req.GetTable(),
+		Ref: req.GetRef()})
 	if err != nil {
 		return nil, c.s.fail(ctx, "ResetConsumer", err)
 	}
@@ -86,7 +88,7 @@ func (c *controlService) ResetConsumer(ctx context.Context, req *sluicev1.ResetC
 
 func (c *controlService) WatchCommits(req *sluicev1.WatchCommitsRequest, stream sluicev1.ControlService_WatchCommitsServer) error {
 	ctx := stream.Context()
-	err := c.s.watchCommits(ctx, tableBody{Table: req.GetTable()}, func(st feed.TableStatus) error {
+	err := c.s.watchCommits(ctx, refBody{Table: req.GetTable(), Ref: req.GetRef()}, func(st feed.TableStatus) error {
 		return stream.Send(statusProto(st))
 	})
 	return c.s.fail(ctx, "WatchCommits", err)

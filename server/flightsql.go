@@ -178,7 +178,7 @@ func (s *Server) sqlRequest(ctx context.Context, query string, pin *sqlHandle) (
 		return nil, nil, err
 	}
 	wire := &sluicev1.ChangeRequest{Table: q.Table, FromSnapshot: q.From, ToSnapshot: q.To,
-		Columns: q.dataColumns(), Filter: q.Filter, Identity: q.Identity, NetChanges: q.NetChanges,
+		Columns: q.dataColumns(), Filter: q.Filter, Identity: q.Identity, NetChanges: q.NetChanges, Ref: q.Ref,
 		Layout: layoutFlat}
 	if pin != nil {
 		wire.FromSnapshot, wire.ToSnapshot = pin.From, pin.To

@@ -30,7 +30,7 @@ type emptyBody struct{}
 func (emptyBody) names() []string { return nil }
 
 // refBody is the request of the calls that name a table and, optionally,
-// one of its branches or tags (commit_seq, list_snapshots).
+// one of its branches or tags (commit_seq, list_snapshots, watch_commits).
 type refBody struct {
 	Table string `json:"table"`
 	// Ref is the branch or tag; empty: the main branch.
@@ -170,11 +170,12 @@ func statusProto(st feed.TableStatus) *sluicev1.CommitSeqResponse {
 		TimestampMs: st.TimestampMs, Ref: refProto(st.Ref)}
 }
 
-// watchCommits sends the table's commit position, then one position per
+// watchCommits sends the table's commit position (its main branch's, or
+// its ref's head), then one position per
 // new commit, in commit order, as the poll sees them land. It ends only
 // with an error: the caller's cancellation, a failure other than an
 // unavailable catalog (which it retries with backoff), or ErrShuttingDown.
-func (s *Server) watchCommits(ctx context.Context, b tableBody, send func(feed.TableStatus) error) error {
+func (s *Server) watchCommits(ctx context.Context, b refBody, send func(feed.TableStatus) error) error {
 	if err := s.checkTable(ctx, b.Table); err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func (s *Server) watchCommits(ctx context.Context, b tableBody, send func(feed.T
 			s.log.WarnContext(ctx, "watch commits: catalog unavailable, retrying", "table", clipName(b.Table),
 				"in", wait, "error", clipNames(err, b.Table).Error())
 		}
-		for st, err := range s.engine.WatchCommits(ctx, b.Table, s.follow, transient, retrying) {
+		for st, err := range s.engine.WatchCommitsOn(ctx, b.Table, b.Ref, s.follow, transient, retrying) {
 			if err != nil {
 				return err
 			}

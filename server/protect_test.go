@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
 	"github.com/sluicefeed/sluice/server"
 )
@@ -29,19 +30,32 @@ type fakeGuard struct {
 	files    time.Duration
 }
 
-func (g *fakeGuard) Protect(_ context.Context, table, consumer string, snapshot int64) (string, error) {
+func (g *fakeGuard) Protect(_ context.Context, table, consumer string, ref feed.Ref, snapshot int64) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.pins[table+"/"+consumer] = snapshot
+	g.pins[guardKey(table, consumer, ref)] = snapshot
 	return "fake", nil
 }
 
-func (g *fakeGuard) Release(_ context.Context, table, consumer string) error {
+func (g *fakeGuard) Release(_ context.Context, table, consumer string, ref feed.Ref) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.pins, table+"/"+consumer)
-	g.released = append(g.released, table+"/"+consumer)
+	delete(g.pins, guardKey(table, consumer, ref))
+	g.released = append(g.released, guardKey(table, consumer, ref))
 	return nil
+}
+
+// guardKey is the fake's key of a pin: "table/consumer", and "@ref" for a
+// consumer of a ref (its kind after a colon when known).
+func guardKey(table, consumer string, ref feed.Ref) string {
+	k := table + "/" + consumer
+	if ref.Name != "" {
+		k += "@" + ref.Name
+	}
+	if ref.Kind != "" {
+		k += ":" + ref.Kind
+	}
+	return k
 }
 
 func (g *fakeGuard) Retention(context.Context, string) (time.Duration, time.Duration, bool, error) {

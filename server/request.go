@@ -132,14 +132,6 @@ func validate(req *sluicev1.ChangeRequest) (*request, error) {
 		if err := checkConsumer(r.consumer); err != nil {
 			return nil, err
 		}
-		if req.GetRef() != "" {
-			// Progress is acknowledged per table (AckRequest names no
-			// ref), on its main lineage: a cursor on a branch would be
-			// taken for one on main.
-			return nil, badRequestf("a durable consumer follows the table's main branch, and ref %s names "+
-				"another: follow the ref without a consumer (resume with from_snapshot), or leave ref out",
-				quoteName(req.GetRef()))
-		}
 	}
 	sr, err := feed.StreamRequest{Request: w, Follow: req.GetFollow(), Start: req.GetStart(),
 		OnGap: req.GetOnGap()}.Parse()

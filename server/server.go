@@ -72,18 +72,19 @@ type Options struct {
 }
 
 // ProgressStore is the durable store of consumer progress the server
-// needs; *progress.Store implements it. Get returns an error wrapping
+// needs, keyed by table, ref and consumer (progress.Key; the main branch's
+// ref is ""); *progress.Store implements it. Get returns an error wrapping
 // progress.ErrNotFound for a consumer without progress; Put, Claim and
 // Delete by a principal that does not own the consumer fail with an error
 // wrapping progress.ErrNotOwner; failures to reach the store wrap
 // progress.ErrUnavailable.
 type ProgressStore interface {
 	Put(ctx context.Context, c progress.Checkpoint) error
-	Get(ctx context.Context, table, consumer string) (progress.Checkpoint, error)
+	Get(ctx context.Context, k progress.Key) (progress.Checkpoint, error)
 	List(ctx context.Context, table string) ([]progress.Checkpoint, error)
-	Delete(ctx context.Context, table, consumer, principal string) (bool, error)
-	Claim(ctx context.Context, table, consumer, principal string) error
-	Assign(ctx context.Context, table, consumer, principal string) error
+	Delete(ctx context.Context, k progress.Key, principal string) (bool, error)
+	Claim(ctx context.Context, k progress.Key, principal string) error
+	Assign(ctx context.Context, k progress.Key, principal string) error
 	ListProtected(ctx context.Context) ([]progress.Checkpoint, error)
 }
 

@@ -17,21 +17,22 @@ import (
 //	select  := '*' | column {',' column}
 //	args    := 'ns.table' [',' bound [',' bound]] {',' name '=>' value}
 //	bound   := integer | NULL
-//	name    := from_snapshot | to_snapshot | net_changes | identity
+//	name    := from_snapshot | to_snapshot | net_changes | identity | ref
 //	value   := integer | NULL | TRUE | FALSE | 'string'
 //
 // Keywords and option names are case-insensitive; a column is a bare
 // identifier or quoted with "double quotes" or `backticks` (the quote
 // written twice stands for itself). The filter is the text between WHERE
 // and LIMIT (or the end), parsed by the feed's filter grammar (SPEC §3).
-// identity is one string of comma-separated column names.
+// identity is one string of comma-separated column names; ref one string,
+// the name of a branch or tag.
 
 // maxSQLBytes bounds a query's text.
 const maxSQLBytes = 64 << 10
 
 // sqlSupported names what the endpoint accepts, for error messages.
 const sqlSupported = "Sluice's Flight SQL accepts one query: SELECT <columns | *> FROM " +
-	"table_changes('<ns.table>'[, <from_snapshot>[, <to_snapshot>]][, net_changes => true][, identity => '<col>[,<col>]']) " +
+	"table_changes('<ns.table>'[, <from_snapshot>[, <to_snapshot>]][, net_changes => true][, identity => '<col>[,<col>]'][, ref => '<branch or tag>']) " +
 	"[WHERE <filter>] [LIMIT <n>]"
 
 // Columns of the flat layout after the data columns.
@@ -56,6 +57,9 @@ type sqlQuery struct {
 	Filter     string
 	NetChanges bool
 	Identity   []string
+	// Ref is the branch or tag the window runs on ("" for the main
+	// branch).
+	Ref string
 	// Limit caps the rows returned; nil for no limit.
 	Limit *int64
 }
@@ -355,9 +359,16 @@ func (p *sqlParser) option(q *sqlQuery, name string, nt sqlTok) error {
 			}
 			q.Identity = append(q.Identity, c)
 		}
+	case "ref":
+		t := p.next()
+		if t.kind != sqlString || t.text == "" {
+			p.i--
+			return p.unexpected("the branch or tag as a string, e.g. 'audit'")
+		}
+		q.Ref = t.text
 	default:
 		return sqlErrorf(p.src, nt.off, "unknown option %s: table_changes takes from_snapshot, to_snapshot, "+
-			"net_changes and identity", quoteName(nt.text))
+			"net_changes, identity and ref", quoteName(nt.text))
 	}
 	return nil
 }

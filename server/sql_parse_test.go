@@ -35,6 +35,8 @@ func TestParseSQL(t *testing.T) {
 		{"named window, several identity columns", `SELECT * FROM table_changes('s.t', TO_SNAPSHOT => 3, ` +
 			`identity => 'a, b', from_snapshot => 2, NET_CHANGES => FALSE)`,
 			sqlQuery{Table: "s.t", From: i64(2), To: i64(3), Identity: []string{"a", "b"}}},
+		{"ref", `SELECT * FROM table_changes('s.t', 4, REF => 'audit')`,
+			sqlQuery{Table: "s.t", From: i64(4), Ref: "audit"}},
 		{"quoted table name", `SELECT * FROM table_changes('it''s.t')`, sqlQuery{Table: "it's.t"}},
 		{"comment", "-- the orders\nSELECT * FROM table_changes('s.t')", sqlQuery{Table: "s.t"}},
 	}
@@ -66,6 +68,8 @@ func TestParseSQLErrors(t *testing.T) {
 		{"twice", `SELECT * FROM table_changes('s.t', 1, from_snapshot => 2)`, `option "from_snapshot" is given twice`},
 		{"bad net_changes", `SELECT * FROM table_changes('s.t', net_changes => 1)`, "TRUE or FALSE"},
 		{"empty identity", `SELECT * FROM table_changes('s.t', identity => 'a,')`, "empty column"},
+		{"ref not a string", `SELECT * FROM table_changes('s.t', ref => audit)`, "branch or tag as a string"},
+		{"empty ref", `SELECT * FROM table_changes('s.t', ref => '')`, "branch or tag as a string"},
 		{"unclosed", `SELECT * FROM table_changes('s.t'`, "expected ',' or ')'"},
 		{"unterminated string", `SELECT * FROM table_changes('s.t)`, "unterminated string"},
 		{"join", `SELECT * FROM table_changes('s.t') JOIN x`, "expected the end of the query"},
@@ -154,8 +158,8 @@ func TestProtocolDocFlightSQL(t *testing.T) {
 		switch n {
 		case "net_changes":
 			q = "SELECT * FROM table_changes('s.t', net_changes => true)"
-		case "identity":
-			q = "SELECT * FROM table_changes('s.t', identity => 'a')"
+		case "identity", "ref":
+			q = "SELECT * FROM table_changes('s.t', " + n + " => 'a')"
 		}
 		if _, err := parseSQL(q); err != nil {
 			t.Errorf("the doc's option %q: %v", n, err)

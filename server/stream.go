@@ -15,14 +15,14 @@ import (
 // serveStream serves an authorized stream request on a DoGet stream: it
 // writes the events of the engine's stream (feed.Engine.Stream), which
 // decides where the stream starts, what it sends and when it heartbeats.
-// A consumer's acknowledged progress is where a stream that names it
-// resumes. A follow stream never ends cleanly: it ends when the client
+// A consumer's acknowledged progress on the request's ref is where a
+// stream that names it resumes. A follow stream never ends cleanly: it ends when the client
 // cancels, on an error, or with Unavailable when the server shuts down.
 func (s *Server) serveStream(ctx context.Context, r *request, stream flight.DataStreamWriter) error {
 	sr := *r.stream
 	table := sr.Table
 	if r.consumer != "" {
-		resume, err := s.resume(ctx, table, r.consumer)
+		resume, err := s.resume(ctx, table, sr.Ref, r.consumer)
 		if err != nil {
 			return err
 		}

@@ -23,8 +23,8 @@ type CommitSeq struct {
 	// TimestampMs is the current snapshot's commit time, in milliseconds
 	// since the Unix epoch (0 without one).
 	TimestampMs int64
-	// Ref is the branch or tag whose head this is (CommitSeqOn); nil for
-	// the main branch of CommitSeq.
+	// Ref is the branch or tag whose head this is (CommitSeqOn,
+	// WatchCommitsOn); nil for the main branch of CommitSeq.
 	Ref *Ref
 }
 
@@ -274,8 +274,12 @@ func (c *Client) CommitSeqOn(ctx context.Context, table, ref string) (CommitSeq,
 	if err != nil {
 		return CommitSeq{}, callError(ctx, "CommitSeq", err)
 	}
+	return commitSeqOf(resp), nil
+}
+
+func commitSeqOf(resp *sluicev1.CommitSeqResponse) CommitSeq {
 	return CommitSeq{Table: resp.GetTable(), CommitSeq: resp.GetCommitSeq(), Snapshot: copyInt64(resp.Snapshot),
-		TimestampMs: resp.GetTimestampMs(), Ref: refOf(resp.GetRef())}, nil
+		TimestampMs: resp.GetTimestampMs(), Ref: refOf(resp.GetRef())}
 }
 
 // ListTables returns the tables the caller may read.

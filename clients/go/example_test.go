@@ -231,3 +231,38 @@ func ExampleClient_Subscribe() {
 		time.Sleep(time.Second)
 	}
 }
+
+// A durable consumer of a branch (write-audit-publish's audit branch): its
+// progress is the branch's, apart from a consumer of the same id on main;
+// OnRef names it in the calls about consumers.
+func ExampleOnRef() {
+	ctx := context.Background()
+	c, err := sluice.Dial(ctx, "grpc://127.0.0.1:8815")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: "demo.orders", Ref: "audit", Consumer: "auditor",
+		Start: sluice.StartLatest})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sub.Release()
+	for b, err := range sub.All() {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if b.Meta.SnapshotComplete {
+			if _, err := sub.Ack(ctx); err != nil { // acknowledged on audit
+				log.Fatal(err)
+			}
+			break
+		}
+	}
+	p, err := c.ConsumerProgress(ctx, "auditor", "demo.orders", sluice.OnRef("audit"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.Ref, p.Snapshot, p.LagCommits) // the lag on the branch
+}

@@ -41,8 +41,9 @@ type SubscribeRequest struct {
 	// Table is the table, as "namespace.table". Required.
 	Table string
 	// Consumer is a durable consumer id. When it has acknowledged progress
-	// on the table (Subscription.Ack, Client.Ack), the stream resumes right
-	// after it, unless FromSnapshot or FromTimestampMs is set.
+	// on the table's Ref (Subscription.Ack, Client.Ack), the stream resumes
+	// right after it, unless FromSnapshot or FromTimestampMs is set. The
+	// same id on the main branch and on a branch are two consumers.
 	Consumer string
 	// Start is the start mode (StartLatestFull by default) for a consumer
 	// without progress.
@@ -53,18 +54,18 @@ type SubscribeRequest struct {
 	// FromTimestampMs is an explicit start (StartFromTimestamp).
 	FromTimestampMs *int64
 	// Ref is the branch whose lineage the stream follows; "" (the
-	// default) is the main branch. Not with Consumer (durable consumers
-	// follow the main branch), nor a tag (a tag does not move) unless
-	// NoFollow.
+	// default) is the main branch. A Consumer's progress is kept on it. Not
+	// a tag (a tag does not move) unless NoFollow.
 	Ref string
-	// Columns, Filter, Identity, FoldUpdates, Compression and Layout are
-	// those of ChangeRequest.
+	// Columns, Filter, Identity, FoldUpdates, Compression, Layout and
+	// Lineage are those of ChangeRequest.
 	Columns     []string
 	Filter      string
 	Identity    []string
 	FoldUpdates bool
 	Compression string
 	Layout      string
+	Lineage     bool
 	// OnGap says what the stream does when the snapshot it would go on from
 	// (the consumer's acknowledged one, FromSnapshot, or where it stood)
 	// has expired: it always starts with a Resync batch; then OnGapResync
@@ -165,10 +166,7 @@ func (c *Client) Subscribe(ctx context.Context, req SubscribeRequest) (*Subscrip
 func (s *Subscription) open() (*ChangeReader, error) {
 	const op = "Subscribe"
 	req := s.request()
-	cr := ChangeRequest{Table: req.Table, FromSnapshot: req.FromSnapshot, FromTimestampMs: req.FromTimestampMs,
-		Columns: req.Columns, Filter: req.Filter, Identity: req.Identity, FoldUpdates: req.FoldUpdates,
-		Compression: req.Compression, Layout: req.Layout, Ref: req.Ref}
-	pr, err := cr.proto(op)
+	pr, err := req.window().proto(op)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +185,24 @@ func (s *Subscription) open() (*ChangeReader, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// window is the part of the request a ChangeRequest holds too: a field
+// the two share is added here, and nowhere else.
+func (r SubscribeRequest) window() ChangeRequest {
+	return ChangeRequest{
+		Table:           r.Table,
+		FromSnapshot:    r.FromSnapshot,
+		FromTimestampMs: r.FromTimestampMs,
+		Ref:             r.Ref,
+		Columns:         r.Columns,
+		Filter:          r.Filter,
+		Identity:        r.Identity,
+		FoldUpdates:     r.FoldUpdates,
+		Compression:     r.Compression,
+		Layout:          r.Layout,
+		Lineage:         r.Lineage,
+	}
 }
 
 // request is the request of the next stream: the first as asked, a
@@ -375,7 +391,7 @@ func (s *Subscription) Ack(ctx context.Context) (ConsumerProgress, error) {
 func (s *Subscription) ack(ctx context.Context, snapshot int64) (ConsumerProgress, error) {
 	backoff := firstBackoff
 	for {
-		var opts []AckOption
+		opts := []AckOption{OnRef(s.req.Ref)}
 		if s.req.Protect {
 			opts = append(opts, WithProtect())
 		}
@@ -430,10 +446,14 @@ func (s *Subscription) Release() {
 	r.Release()
 }
 
-// ConsumerProgress is a consumer's acknowledged position on a table.
+// ConsumerProgress is a consumer's acknowledged position on a table's
+// branch or tag.
 type ConsumerProgress struct {
 	Consumer string
 	Table    string
+	// Ref is the branch or tag the consumer follows, on whose lineage
+	// LagCommits and LagMs are measured; "" for the main branch.
+	Ref string
 	// Snapshot is the acknowledged snapshot, with its commit sequence and
 	// commit time.
 	Snapshot    int64
@@ -441,8 +461,8 @@ type ConsumerProgress struct {
 	TimestampMs int64
 	// AckedAtMs is when the acknowledgement was recorded.
 	AckedAtMs int64
-	// LagCommits is the number of commits after Snapshot; LagMs the commit
-	// time of the current snapshot minus Snapshot's.
+	// LagCommits is the number of commits on the ref's lineage after
+	// Snapshot; LagMs the commit time of the ref's head minus Snapshot's.
 	LagCommits int64
 	LagMs      int64
 	// Expired is true when Snapshot has left the retained history: resuming
@@ -461,17 +481,18 @@ func progressOf(p *sluicev1.ConsumerProgress) ConsumerProgress {
 	return ConsumerProgress{Consumer: p.GetConsumer(), Table: p.GetTable(), Snapshot: p.GetSnapshot(),
 		CommitSeq: p.GetCommitSeq(), TimestampMs: p.GetTimestampMs(), AckedAtMs: p.GetAckedAtMs(),
 		LagCommits: p.GetLagCommits(), LagMs: p.GetLagMs(), Expired: p.GetExpired(), Owner: p.GetOwner(),
-		Protected: p.GetProtected()}
+		Protected: p.GetProtected(), Ref: p.GetRef()}
 }
 
 // Ack records, durably, that consumer has processed every change of table
 // up to and including snapshot, which must be on the table's lineage
-// (codes.InvalidArgument otherwise).
+// (codes.InvalidArgument otherwise): the main branch's, or with OnRef that
+// branch's or tag's.
 func (c *Client) Ack(ctx context.Context, consumer, table string, snapshot int64, opts ...AckOption) (ConsumerProgress,
 	error) {
 	req := &sluicev1.AckRequest{Consumer: consumer, Table: table, Snapshot: snapshot}
 	for _, o := range opts {
-		o(req)
+		o.applyAck(req)
 	}
 	resp, err := c.control.Ack(ctx, req)
 	if err != nil {
@@ -480,17 +501,20 @@ func (c *Client) Ack(ctx context.Context, consumer, table string, snapshot int64
 	return progressOf(resp), nil
 }
 
-// ConsumerProgress returns a consumer's progress on a table
-// (codes.NotFound when it has none).
-func (c *Client) ConsumerProgress(ctx context.Context, consumer, table string) (ConsumerProgress, error) {
-	resp, err := c.control.GetConsumerProgress(ctx, &sluicev1.ConsumerProgressRequest{Consumer: consumer, Table: table})
+// ConsumerProgress returns a consumer's progress on a table (with OnRef:
+// on that branch or tag), codes.NotFound when it has none.
+func (c *Client) ConsumerProgress(ctx context.Context, consumer, table string, opts ...ConsumerOption) (
+	ConsumerProgress, error) {
+	req := &sluicev1.ConsumerProgressRequest{Consumer: consumer, Table: table, Ref: consumerRef(opts)}
+	resp, err := c.control.GetConsumerProgress(ctx, req)
 	if err != nil {
 		return ConsumerProgress{}, callError(ctx, "ConsumerProgress", err)
 	}
 	return progressOf(resp), nil
 }
 
-// ListConsumers returns the progress of every consumer of a table.
+// ListConsumers returns the progress of every consumer of a table, on
+// every ref (ConsumerProgress.Ref).
 func (c *Client) ListConsumers(ctx context.Context, table string) ([]ConsumerProgress, error) {
 	resp, err := c.control.ListConsumers(ctx, &sluicev1.ListConsumersRequest{Table: table})
 	if err != nil {
@@ -503,10 +527,12 @@ func (c *Client) ListConsumers(ctx context.Context, table string) ([]ConsumerPro
 	return out, nil
 }
 
-// ResetConsumer forgets a consumer's progress on a table and reports
-// whether it had any.
-func (c *Client) ResetConsumer(ctx context.Context, consumer, table string) (bool, error) {
-	resp, err := c.control.ResetConsumer(ctx, &sluicev1.ResetConsumerRequest{Consumer: consumer, Table: table})
+// ResetConsumer forgets a consumer's progress on a table (with OnRef: on
+// that branch or tag, leaving the consumer of the same id on other refs)
+// and reports whether it had any.
+func (c *Client) ResetConsumer(ctx context.Context, consumer, table string, opts ...ConsumerOption) (bool, error) {
+	req := &sluicev1.ResetConsumerRequest{Consumer: consumer, Table: table, Ref: consumerRef(opts)}
+	resp, err := c.control.ResetConsumer(ctx, req)
 	if err != nil {
 		return false, callError(ctx, "ResetConsumer", err)
 	}
@@ -517,10 +543,18 @@ func (c *Client) ResetConsumer(ctx context.Context, consumer, table string) (boo
 // one per new commit as it lands. The sequence ends only with an error (a
 // cancelled ctx among them), or when the loop breaks.
 func (c *Client) WatchCommits(ctx context.Context, table string) iter.Seq2[CommitSeq, error] {
+	return c.WatchCommitsOn(ctx, table, "")
+}
+
+// WatchCommitsOn is WatchCommits on the table's branch or tag ref ("": the
+// main branch): it yields the ref's head, then one position per new commit
+// on the ref, each with its Ref. An unknown ref, or one dropped while
+// watched, ends it with codes.NotFound.
+func (c *Client) WatchCommitsOn(ctx context.Context, table, ref string) iter.Seq2[CommitSeq, error] {
 	return func(yield func(CommitSeq, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		stream, err := c.control.WatchCommits(ctx, &sluicev1.WatchCommitsRequest{Table: table})
+		stream, err := c.control.WatchCommits(ctx, &sluicev1.WatchCommitsRequest{Table: table, Ref: ref})
 		if err != nil {
 			yield(CommitSeq{}, callError(ctx, "WatchCommits", err))
 			return
@@ -531,8 +565,7 @@ func (c *Client) WatchCommits(ctx context.Context, table string) iter.Seq2[Commi
 				yield(CommitSeq{}, callError(ctx, "WatchCommits", err))
 				return
 			}
-			if !yield(CommitSeq{Table: resp.GetTable(), CommitSeq: resp.GetCommitSeq(), Snapshot: copyInt64(resp.Snapshot),
-				TimestampMs: resp.GetTimestampMs()}, nil) {
+			if !yield(commitSeqOf(resp), nil) {
 				return
 			}
 		}
@@ -543,15 +576,50 @@ func (c *Client) WatchCommits(ctx context.Context, table string) iter.Seq2[Commi
 // state at the current snapshot after a Resync batch.
 const OnGapResync = "resync"
 
-// AckOption tunes an Ack.
-type AckOption func(*sluicev1.AckRequest)
+// AckOption tunes an Ack: WithProtect, OnRef.
+type AckOption interface {
+	applyAck(r *sluicev1.AckRequest)
+}
+
+// ConsumerOption tunes ConsumerProgress and ResetConsumer: OnRef.
+type ConsumerOption interface {
+	applyConsumer(ref *string)
+}
+
+// ackFunc is an AckOption.
+type ackFunc func(*sluicev1.AckRequest)
+
+func (f ackFunc) applyAck(r *sluicev1.AckRequest) { f(r) }
 
 // WithProtect asks the server to keep the acknowledged snapshot from the
 // table's expiry until the consumer's next ack (on a server started with
 // --protect-consumers; codes.FailedPrecondition on another): an Iceberg
-// table's tag sluice-consumer-<consumer>, a Paimon table's consumer file,
-// a Delta table's lag watched against its retention. An Ack without it
-// drops the protection, as does ResetConsumer.
+// table's tag sluice-consumer-<consumer> (sluice-consumer-<consumer>#<ref>
+// for a consumer of a ref), a Paimon table's consumer file, a Delta
+// table's lag watched against its retention. An Ack without it drops the
+// protection, as does ResetConsumer.
 func WithProtect() AckOption {
-	return func(r *sluicev1.AckRequest) { r.Protect = true }
+	return ackFunc(func(r *sluicev1.AckRequest) { r.Protect = true })
+}
+
+// RefOption names the branch or tag a durable consumer follows: an
+// AckOption and a ConsumerOption (OnRef).
+type RefOption struct{ ref string }
+
+func (o RefOption) applyAck(r *sluicev1.AckRequest) { r.Ref = o.ref }
+func (o RefOption) applyConsumer(ref *string)       { *ref = o.ref }
+
+// OnRef makes a call about a durable consumer name the consumer of the
+// table's branch or tag ref ("", the default: the main branch): the one
+// that SubscribeRequest{Consumer, Ref} resumes. Each ref of a table has
+// its own consumers: the same id on main and on a branch are two.
+func OnRef(ref string) RefOption { return RefOption{ref: ref} }
+
+// consumerRef is the ref the options name ("" for none).
+func consumerRef(opts []ConsumerOption) string {
+	var ref string
+	for _, o := range opts {
+		o.applyConsumer(&ref)
+	}
+	return ref
 }

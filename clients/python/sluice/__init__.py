@@ -28,6 +28,7 @@ name and whose ``message`` is the server's message.
 
 from .client import DEFAULT_URI, ChangeBatch, Client, connect
 from .frames import to_pandas, to_polars
+from .request import ChangeOptions, StreamOptions
 from .subscription import DEFAULT_MAX_BACKOFF, START_MODES, FollowBatch, Subscription
 from .errors import (
     Cancelled,
@@ -54,6 +55,8 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
 __all__ = [
     "DEFAULT_URI",
     "ChangeBatch",
+    "ChangeOptions",
+    "StreamOptions",
     "Client",
     "connect",
     "to_pandas",

@@ -18,6 +18,9 @@ from .subscription import DEFAULT_MAX_BACKOFF, FollowBatch, Subscription, stream
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
     import polars
+    from typing_extensions import Unpack
+
+    from .request import ChangeOptions, StreamOptions
 
 __all__ = ["DEFAULT_URI", "ChangeBatch", "Client", "FollowBatch", "Subscription", "connect"]
 
@@ -183,7 +186,7 @@ class Client:
         layout: Optional[str] = None,
         *,
         max_endpoints: Optional[int] = None,
-        ref: Optional[str] = None,
+        **options: "Unpack[ChangeOptions]",
     ) -> flight.FlightInfo:
         """Plan a change window with GetFlightInfo and return the FlightInfo.
 
@@ -199,7 +202,7 @@ class Client:
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
                              net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout,
-                             max_endpoints=max_endpoints, ref=ref)
+                             max_endpoints=max_endpoints, **options)
         descriptor = flight.FlightDescriptor.for_command(encode(req))
         return self._wire.call(lambda options: self._wire.flight.get_flight_info(descriptor, options=options))
 
@@ -275,8 +278,7 @@ class Client:
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
-        *,
-        ref: Optional[str] = None,
+        **options: "Unpack[ChangeOptions]",
     ) -> Iterator[ChangeBatch]:
         """Stream a change window as :class:`ChangeBatch` objects.
 
@@ -293,7 +295,7 @@ class Client:
             SluiceError: on failure, also while iterating.
         """
         info = self.flight_info(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, ref=ref)
+                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, **options)
         return self._change_batches(info)
 
     def _change_batches(self, info: flight.FlightInfo) -> Iterator[ChangeBatch]:
@@ -321,8 +323,7 @@ class Client:
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
-        *,
-        ref: Optional[str] = None,
+        **options: "Unpack[ChangeOptions]",
     ) -> pa.RecordBatchReader:
         """Read the row changes of a table over the window ``(from, to]``.
 
@@ -362,9 +363,13 @@ class Client:
                 ``_commit_version`` and ``_commit_timestamp``, as Delta's
                 change data feed and Spark's ``CHANGES`` return them (not
                 with ``fold_updates``).
-            ref: The branch or tag whose lineage the window runs on; None:
-                the main branch. An unknown ref raises
-                :class:`sluice.NotFound`.
+            options: The :class:`sluice.ChangeOptions`, by keyword:
+                ``ref`` (the branch or tag whose lineage the window runs
+                on; None: the main branch; an unknown ref raises
+                :class:`sluice.NotFound`) and ``lineage`` (True adds each
+                row's id to the images as their last field ``_row_id``, on
+                a table that keeps row lineage: Iceberg format v3, Delta
+                row tracking).
 
         Returns:
             A ``pyarrow.RecordBatchReader``. A failure mid-stream raises a
@@ -378,7 +383,7 @@ class Client:
             SluiceError: The request was refused or could not be planned.
         """
         info = self.flight_info(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, ref=ref)
+                                net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, **options)
         batches = (data for data, _ in self._chunks(info) if data is not None)
         return pa.RecordBatchReader.from_batches(info.schema, batches)
 
@@ -396,8 +401,7 @@ class Client:
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
-        *,
-        ref: Optional[str] = None,
+        **options: "Unpack[ChangeOptions]",
     ) -> pa.Table:
         """Read a whole change window into a ``pyarrow.Table``.
 
@@ -408,7 +412,7 @@ class Client:
         ``to_pandas()`` turns int64 ids under a null image into floats.
         """
         reader = self.changes(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                              net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, ref=ref)
+                              net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, **options)
         with translated():
             return reader.read_all()
 
@@ -426,7 +430,7 @@ class Client:
         from_timestamp_ms: Optional[int] = None,
         to_timestamp_ms: Optional[int] = None,
         layout: Optional[str] = None,
-        ref: Optional[str] = None,
+        **options: "Unpack[ChangeOptions]",
     ) -> pa.Schema:
         """Return the output schema of a change request without reading data
         (GetSchema).
@@ -435,7 +439,7 @@ class Client:
         onto ``columns``. Arguments are those of :meth:`changes`.
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                             net_changes, from_timestamp_ms, to_timestamp_ms, layout=layout, ref=ref)
+                             net_changes, from_timestamp_ms, to_timestamp_ms, layout=layout, **options)
         descriptor = flight.FlightDescriptor.for_command(encode(req))
         result = self._wire.call(lambda options: self._wire.flight.get_schema(descriptor, options=options))
         # A SchemaResult (pyarrow-stubs say a Schema).
@@ -492,8 +496,7 @@ class Client:
         to_timestamp_ms: Optional[int] = None,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
-        *,
-        ref: Optional[str] = None,
+        **options: "Unpack[ChangeOptions]",
     ) -> Dict[str, Any]:
         """Plan a change window without reading data and return the plan.
 
@@ -506,7 +509,7 @@ class Client:
             ``strategy`` and the ``files`` it reads.
         """
         req = change_request(table, from_snapshot, to_snapshot, columns, filter, identity, fold_updates,
-                             net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, ref=ref)
+                             net_changes, from_timestamp_ms, to_timestamp_ms, compression, layout, **options)
         return self._action("explain", req)
 
     # -- following --------------------------------------------------------
@@ -529,9 +532,8 @@ class Client:
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         compression: Optional[str] = None,
         layout: Optional[str] = None,
-        ref: Optional[str] = None,
-        on_gap: Optional[str] = None,
         protect: bool = False,
+        **options: "Unpack[StreamOptions]",
     ) -> Subscription:
         """Follow a table's change feed: an iterator of :class:`FollowBatch`.
 
@@ -569,17 +571,20 @@ class Client:
             max_backoff: The longest wait between reconnects, in seconds.
                 Default :data:`sluice.DEFAULT_MAX_BACKOFF` (30, as the Go
                 client's and the server's own ``--max-backoff``).
-            ref: The branch whose lineage the stream follows (None: the main
-                branch); a tag only with ``follow=False``; not with
-                ``consumer`` (durable consumers follow the main branch).
-            on_gap: What the stream does when the snapshot it would go on
-                from has expired: it always starts with a 0-row batch whose
-                :attr:`FollowBatch.resync` is true; then ``"resync"``
-                streams the full state at the current snapshot and goes on,
-                and None ends the stream with :class:`FailedPrecondition`.
             protect: Acks of the subscription's batches ask the server to
                 keep the acknowledged snapshot from the table's expiry (see
                 :meth:`ack`).
+            options: The :class:`sluice.StreamOptions`, by keyword: ``ref``
+                (the branch whose lineage the stream follows; None: the
+                main branch; a tag only with ``follow=False``; a
+                ``consumer``'s progress is kept on it, apart from the same
+                id's on other refs, and its acks name it), ``lineage`` (as
+                in :meth:`changes`) and ``on_gap`` (what the stream does
+                when the snapshot it would go on from has expired: it always
+                starts with a 0-row batch whose :attr:`FollowBatch.resync`
+                is true; then ``"resync"`` streams the full state at the
+                current snapshot and goes on, and None ends the stream with
+                :class:`FailedPrecondition`).
 
         Raises:
             TypeError, InvalidArgument: bad arguments, before anything is
@@ -587,14 +592,7 @@ class Client:
             SluiceError: when the stream cannot start, and while iterating.
         """
         req = stream_request(table, consumer, start, follow, from_snapshot, from_timestamp_ms, columns, filter,
-                             identity, fold_updates, compression, layout, ref)
-        if on_gap is not None:
-            if not isinstance(on_gap, str):
-                raise TypeError(f"on_gap must be a str, not {type(on_gap).__name__}")
-            if on_gap not in ("", "resync"):
-                raise InvalidArgument(f"on_gap {on_gap!r}: want None or 'resync'")
-            if on_gap:
-                req["on_gap"] = on_gap
+                             identity, fold_updates, compression, layout, **options)
         if not isinstance(protect, bool):
             raise TypeError(f"protect must be a bool, not {type(protect).__name__}")
         if not isinstance(max_backoff, (int, float)) or isinstance(max_backoff, bool) or max_backoff <= 0:
@@ -602,45 +600,56 @@ class Client:
         return Subscription(self, self._wire, req, heartbeats=heartbeats, reconnect=reconnect,
                             max_backoff=float(max_backoff), protect=protect)
 
-    def ack(self, consumer: str, table: str, snapshot: int, *, protect: bool = False) -> Dict[str, Any]:
+    def ack(self, consumer: str, table: str, snapshot: int, *, protect: bool = False,
+            ref: Optional[str] = None) -> Dict[str, Any]:
         """Record, durably, that ``consumer`` has processed every change of
-        ``table`` up to and including ``snapshot`` (a snapshot on the table's
-        lineage). Returns the consumer's progress.
+        ``table`` up to and including ``snapshot`` (a snapshot on the
+        lineage of the table's main branch, or of the branch or tag
+        ``ref`` the consumer follows). Returns the consumer's progress.
 
         With ``protect``, the server keeps the snapshot from the table's
         expiry until the next ack (a server started with
         ``--protect-consumers``; FailedPrecondition on another): an Iceberg
-        tag ``sluice-consumer-<consumer>``, a Paimon consumer file, a Delta
-        table's lag watched against its retention. An ack without it drops
-        the protection, as does :meth:`reset_consumer`."""
+        tag ``sluice-consumer-<consumer>`` (``...#<ref>`` on a ref), a
+        Paimon consumer file, a Delta table's lag watched against its
+        retention. An ack without it drops the protection, as does
+        :meth:`reset_consumer`."""
         if not isinstance(protect, bool):
             raise TypeError(f"protect must be a bool, not {type(protect).__name__}")
-        body: Dict[str, Any] = {"consumer": consumer, "table": _table(table), "snapshot": _snapshot_id(snapshot)}
+        body = _consumer_body(consumer, table, ref)
+        body["snapshot"] = _snapshot_id(snapshot)
         if protect:
             body["protect"] = True
         return self._action("ack", body)
 
-    def consumer_progress(self, consumer: str, table: str) -> Dict[str, Any]:
-        """Return a consumer's progress on a table: ``snapshot``,
+    def consumer_progress(self, consumer: str, table: str, *, ref: Optional[str] = None) -> Dict[str, Any]:
+        """Return a consumer's progress on a table (on the branch or tag
+        ``ref`` it follows; None: the main branch): ``snapshot``,
         ``commit_seq``, ``timestamp_ms``, ``acked_at_ms``, ``lag_commits``,
-        ``lag_ms`` and ``expired`` (raises NotFound without progress)."""
-        return self._action("consumer_progress", {"consumer": consumer, "table": _table(table)})
+        ``lag_ms`` (on its ref), ``expired`` and ``ref`` when not the main
+        branch (raises NotFound without progress)."""
+        return self._action("consumer_progress", _consumer_body(consumer, table, ref))
 
     def list_consumers(self, table: str) -> List[Dict[str, Any]]:
-        """Return the progress of every consumer of a table, with its lag."""
+        """Return the progress of every consumer of a table, on every ref
+        (each with its ``ref``, absent for the main branch), with its lag on
+        its ref."""
         return list(self._action("list_consumers", {"table": _table(table)}).get("consumers") or [])
 
-    def reset_consumer(self, consumer: str, table: str) -> bool:
-        """Forget a consumer's progress on a table; return whether it had
+    def reset_consumer(self, consumer: str, table: str, *, ref: Optional[str] = None) -> bool:
+        """Forget a consumer's progress on a table (on the branch or tag
+        ``ref``; the same id's on other refs stays); return whether it had
         any."""
-        return bool(self._action("reset_consumer", {"consumer": consumer, "table": _table(table)})["removed"])
+        return bool(self._action("reset_consumer", _consumer_body(consumer, table, ref))["removed"])
 
-    def watch_commits(self, table: str) -> Iterator[Dict[str, Any]]:
+    def watch_commits(self, table: str, ref: Optional[str] = None) -> Iterator[Dict[str, Any]]:
         """Yield the table's commit position (``{"table", "commit_seq",
-        "snapshot", "timestamp_ms"}``): the current one, then one per new
-        commit, as it lands. The iterator blocks between commits; it ends only
-        with an error (or when the client is closed)."""
-        body = encode({"table": _table(table)})
+        "snapshot", "timestamp_ms"}``; with ``ref``, of that branch's or
+        tag's head, and ``"ref"``): the current one, then one per new commit,
+        as it lands. The iterator blocks between commits; it ends only with
+        an error (an unknown or dropped ref: NotFound), or when the client
+        is closed."""
+        body = encode(_ref_body(table, ref))
         wire = self._wire
 
         def start(options: flight.FlightCallOptions) -> Tuple[Iterator[flight.Result], Optional[flight.Result]]:
@@ -691,8 +700,8 @@ def _snapshot_id(snapshot: Any) -> int:
 
 
 def _ref_body(table: Any, ref: Any) -> Dict[str, Any]:
-    """The body of commit_seq and list_snapshots: the table, and its ref
-    when one is named."""
+    """The body of commit_seq, list_snapshots and watch_commits: the table,
+    and its ref when one is named."""
     body: Dict[str, Any] = {"table": _table(table)}
     if ref is not None:
         if not isinstance(ref, str):
@@ -700,6 +709,12 @@ def _ref_body(table: Any, ref: Any) -> Dict[str, Any]:
         if ref:
             body["ref"] = ref
     return body
+
+
+def _consumer_body(consumer: Any, table: Any, ref: Any) -> Dict[str, Any]:
+    """The body of the calls about a consumer: its id, the table, and the
+    ref it follows when one is named."""
+    return {"consumer": consumer, **_ref_body(table, ref)}
 
 
 def _table(table: Any) -> str:

@@ -28,7 +28,7 @@ CONNECTION_OPTIONS = ("uri", "token", "token_file", "user", "password", "tls_ca"
 #: Options that shape the change request.
 REQUEST_OPTIONS = ("table", "from_snapshot", "to_snapshot", "from_timestamp", "to_timestamp",
                    "from_timestamp_ms", "to_timestamp_ms", "columns", "filter", "identity", "layout",
-                   "net_changes", "compression", "max_endpoints")
+                   "net_changes", "compression", "max_endpoints", "ref", "lineage")
 
 #: The default number of parts a window is split into (the replicas
 #: return fewer when the window has fewer snapshots or files).
@@ -195,6 +195,8 @@ def read_options(options: Mapping[str, Any], *, extra: Tuple[str, ...] = (),
         "net_changes": _bool("net_changes", opts.get("net_changes", "")),
         "compression": opts.get("compression") or None,
         "layout": ENGINE_LAYOUTS[layout_name],
+        "ref": opts.get("ref") or None,
+        "lineage": _bool("lineage", opts.get("lineage", "")),
     }
     request = {k: v for k, v in request.items() if v is not None and v is not False}
     change_request(table, **request)  # the client's own checks, before any call

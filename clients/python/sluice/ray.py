@@ -128,7 +128,8 @@ def read_changes(
         **request: The rest of :meth:`sluice.Client.changes`'s arguments:
             ``from_snapshot``, ``to_snapshot``, ``columns``, ``filter``,
             ``identity``, ``net_changes``, ``from_timestamp_ms``,
-            ``to_timestamp_ms``, ``compression``.
+            ``to_timestamp_ms``, ``compression``, and the
+            :class:`sluice.ChangeOptions` (``ref``, ``lineage``).
 
     Raises:
         TypeError, SluiceError: a bad argument or a refused request, at

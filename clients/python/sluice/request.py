@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 import operator
-from typing import Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, TypedDict
 
 from .errors import InvalidArgument
 
-__all__ = ["COMPRESSIONS", "LAYOUTS", "change_request", "encode"]
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack
+
+__all__ = ["CHANGE_OPTIONS", "COMPRESSIONS", "LAYOUTS", "ON_GAPS", "STREAM_OPTIONS", "ChangeOptions",
+           "StreamOptions", "change_request", "encode", "encode_options"]
 
 #: The IPC body compressions the server offers ("" and None: none).
 COMPRESSIONS = ("", "lz4", "zstd")
@@ -90,6 +94,94 @@ def _bool(name: str, value: Any) -> bool:
     return value
 
 
+def _flag(name: str, value: Any) -> Optional[bool]:
+    """A bool field: True, or None (left out) for False."""
+    return True if _bool(name, value) else None
+
+
+#: The ``on_gap`` values of a stream (None and "": end the stream).
+ON_GAPS = ("", "resync")
+
+
+def _on_gap(name: str, value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in ON_GAPS:
+        raise InvalidArgument(f"{name} {value!r}: want None or 'resync'")
+    return value or None
+
+
+class ChangeOptions(TypedDict, total=False):
+    """The keyword-only request fields that every call building a change
+    request takes (:meth:`sluice.Client.changes`, ``batches``,
+    ``changes_table``, ``flight_info``, ``explain``, ``schema``,
+    ``subscribe``, :func:`sluice.parallel.plan`) and passes on unchanged. A
+    new field is one line here and one in ``_ENCODERS``.
+
+    Attributes:
+        ref: The branch or tag whose lineage the window or stream runs on;
+            None: the main branch. An unknown ref raises
+            :class:`sluice.NotFound`.
+        lineage: Add each row's id to the images as their last field,
+            ``_row_id`` (int64, null for a row without one), on a table that
+            keeps row lineage (Iceberg format v3, Delta row tracking).
+    """
+
+    ref: Optional[str]
+    lineage: bool
+
+
+class StreamOptions(ChangeOptions, total=False):
+    """:class:`ChangeOptions` and the keyword-only fields only a stream
+    takes (:meth:`sluice.Client.subscribe`).
+
+    Attributes:
+        on_gap: What the stream does when the snapshot it would go on from
+            has expired: after its ``resync`` batch, ``"resync"`` streams the
+            full state at the current snapshot and goes on; None ends the
+            stream with :class:`sluice.FailedPrecondition`.
+    """
+
+    on_gap: Optional[str]
+
+
+#: Each option's encoder: its JSON value, or None to leave it out.
+_ENCODERS: Dict[str, Callable[[str, Any], Any]] = {
+    "ref": _ref,
+    "lineage": _flag,
+    "on_gap": _on_gap,
+}
+
+
+#: The names of the :class:`ChangeOptions` and of the :class:`StreamOptions`.
+CHANGE_OPTIONS = frozenset(ChangeOptions.__annotations__)
+STREAM_OPTIONS = frozenset(StreamOptions.__annotations__)
+
+
+def encode_options(options: Mapping[str, Any], allowed: Iterable[str] = CHANGE_OPTIONS) -> Dict[str, Any]:
+    """Validate keyword options (:class:`ChangeOptions` or
+    :class:`StreamOptions`, as ``allowed`` names) and return the request
+    fields they set.
+
+    Raises:
+        TypeError: An option not in ``allowed``, or a value of the wrong
+            type.
+        InvalidArgument: A value the server would refuse.
+    """
+    names = set(allowed)
+    out: Dict[str, Any] = {}
+    for name, value in options.items():
+        if name not in names:
+            raise TypeError(f"unexpected keyword argument {name!r} (the request options are "
+                            f"{', '.join(sorted(names))})")
+        encoded = _ENCODERS[name](name, value)
+        if encoded is not None:
+            out[name] = encoded
+    return out
+
+
 def change_request(
     table: str,
     from_snapshot: Optional[int] = None,
@@ -104,8 +196,7 @@ def change_request(
     compression: Optional[str] = None,
     layout: Optional[str] = None,
     max_endpoints: Optional[int] = None,
-    *,
-    ref: Optional[str] = None,
+    **options: "Unpack[ChangeOptions]",
 ) -> Dict[str, Any]:
     """Validate the arguments of a change request and return its JSON object.
 
@@ -120,8 +211,8 @@ def change_request(
             compression, a duplicate column, ``max_endpoints`` below 1.
 
     ``from_snapshot`` and ``to_snapshot`` may be a tag name (a ``str``),
-    sent as ``from_ref`` / ``to_ref``; ``ref`` names the branch or tag whose
-    lineage the window runs on.
+    sent as ``from_ref`` / ``to_ref``; ``options`` are the
+    :class:`ChangeOptions` (``ref``, ``lineage``).
     """
     if not isinstance(table, str):
         raise TypeError(f"table must be a str, not {type(table).__name__}")
@@ -182,7 +273,8 @@ def change_request(
             raise InvalidArgument(f"max_endpoints {max_endpoints}: want 1 or more")
         if max_endpoints > 1:
             req["max_endpoints"] = max_endpoints
-    refs = {"ref": _ref("ref", ref), "from_ref": from_ref, "to_ref": to_ref}
+    req.update(encode_options(options))
+    refs = {"from_ref": from_ref, "to_ref": to_ref}
     req.update((k, v) for k, v in refs.items() if v is not None)
     return req
 

@@ -33,6 +33,9 @@ Options (strings; names are case-insensitive):
   history and the current snapshot, pinned when the read is planned;
 - ``columns`` and ``identity`` (comma-separated), ``filter`` (Sluice's SQL
   filter), ``net_changes`` (true/false), ``compression`` (lz4, zstd);
+- ``ref``: the branch or tag whose lineage the window (or stream, whose
+  ``consumer`` then acknowledges on it) runs on; ``lineage`` (true/false):
+  each row's id as the data column ``_row_id``;
 - ``layout``: ``flat`` (the default: the data columns, then
   ``_change_type`` = insert, delete, update_preimage, update_postimage,
   ``_commit_version`` and ``_commit_timestamp``, the names of Spark's

@@ -125,7 +125,7 @@ class SluiceStreamReader(DataSourceStreamReader, _AvailableNow):
     def _position(self) -> Dict[str, int]:
         if self._target is not None:
             return dict(self._target)
-        pos = self._conn().commit_seq(self.opts.table)
+        pos = self._conn().commit_seq(self.opts.table, ref=self.opts.request.get("ref"))
         return _offset(pos["commit_seq"], pos.get("snapshot"))
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -141,7 +141,7 @@ class SluiceStreamReader(DataSourceStreamReader, _AvailableNow):
         if self.starting == "earliest":
             return dict(BEFORE_HISTORY)
         snap = int(self.starting)
-        for s in self._conn().snapshots(self.opts.table):
+        for s in self._conn().snapshots(self.opts.table, ref=self.opts.request.get("ref")):
             if s.get("snapshot") == snap:
                 return _offset(s["commit_seq"], snap)
         raise NotFound(f"option starting: snapshot {snap} is not on {self.opts.table}'s lineage")
@@ -175,7 +175,7 @@ class SluiceStreamReader(DataSourceStreamReader, _AvailableNow):
             max_snaps = limit.max_files
         elif isinstance(limit, _limits.ReadMaxRows):
             max_rows = limit.max_rows
-        pending = [s for s in self._conn().snapshots(self.opts.table)
+        pending = [s for s in self._conn().snapshots(self.opts.table, ref=self.opts.request.get("ref"))
                    if int(start["commit_seq"]) < int(s["commit_seq"]) <= latest["commit_seq"]]
         admitted: List[Dict[str, Any]] = []
         rows = 0
@@ -224,7 +224,7 @@ class SluiceStreamReader(DataSourceStreamReader, _AvailableNow):
         if not self.consumer or snapshot == -1 or snapshot == self._acked:
             return
         try:
-            self._conn().ack(self.consumer, self.opts.table, snapshot)
+            self._conn().ack(self.consumer, self.opts.table, snapshot, ref=self.opts.request.get("ref"))
             self._acked = snapshot
         except Exception as exc:  # noqa: BLE001 - the checkpoint is the truth; the ack is for metrics
             log.warning("sluice: ack of snapshot %s for consumer %s failed: %s", snapshot, self.consumer, exc)

@@ -13,11 +13,14 @@ import pyarrow.flight as flight
 from ._wire import Wire, parse_metadata
 from .errors import Cancelled, FailedPrecondition, InvalidArgument, SluiceError, Unavailable, translated
 from .frames import to_pandas, to_polars
-from .request import change_request, encode
+from .request import STREAM_OPTIONS, change_request, encode, encode_options
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
     import polars
+    from typing_extensions import Unpack
+
+    from .request import StreamOptions
 
     from .client import Client
 
@@ -52,11 +55,13 @@ def stream_request(table: str, consumer: Optional[str], start: Optional[str], fo
                    from_snapshot: Optional[int], from_timestamp_ms: Optional[int],
                    columns: Optional[Sequence[str]], filter: Optional[str], identity: Optional[Sequence[str]],
                    fold_updates: bool, compression: Optional[str],
-                   layout: Optional[str] = None, ref: Optional[str] = None) -> Dict[str, Any]:
+                   layout: Optional[str] = None, **options: "Unpack[StreamOptions]") -> Dict[str, Any]:
     """Validate the arguments of a stream request and return its JSON
-    object (see :meth:`Client.subscribe`)."""
+    object (see :meth:`Client.subscribe`; ``options`` are the
+    :class:`sluice.StreamOptions`)."""
     req = change_request(table, from_snapshot, None, columns, filter, identity, fold_updates, False,
-                         from_timestamp_ms, None, compression, layout, ref=ref)
+                         from_timestamp_ms, None, compression, layout)
+    req.update(encode_options(options, STREAM_OPTIONS))
     if not isinstance(follow, bool):
         raise TypeError(f"follow must be a bool, not {type(follow).__name__}")
     if start is not None:
@@ -299,6 +304,8 @@ class Subscription:
     def _ack(self, snapshot: int) -> Dict[str, Any]:
         """Deliver an ack of snapshot, through an outage with reconnect."""
         body: Dict[str, Any] = {"consumer": self.consumer, "table": self.table, "snapshot": snapshot}
+        if self._req.get("ref"):
+            body["ref"] = self._req["ref"]  # the consumer's progress is the ref's
         if self._protect:
             body["protect"] = True
         backoff = _FIRST_BACKOFF

@@ -26,6 +26,12 @@ def test_defaults_and_request():
     assert read_options({"uri": "h:1", "path": "a.b"}).table == "a.b"
 
 
+def test_ref_and_lineage_reach_the_request():
+    o = read_options({"uri": "h:1", "table": "a.b", "ref": "audit", "lineage": "true"})
+    assert o.request["ref"] == "audit" and o.request["lineage"] is True
+    assert "lineage" not in read_options({"uri": "h:1", "table": "a.b", "lineage": "false"}).request
+
+
 @pytest.mark.parametrize("options, message", [
     ({"table": "a.b"}, "option uri is required"),
     ({"uri": "h:1"}, "option table is required"),
@@ -39,6 +45,8 @@ def test_defaults_and_request():
     ({"uri": "h:1", "table": "a.b", "from_timestamp": "2026-01-01", "from_timestamp_ms": "1"}, "not both"),
     ({"uri": "h:1", "table": "a.b", "from_snapshot": "1", "from_timestamp_ms": "1"}, "not both"),
     ({"uri": "h:1", "table": "a.b", "compression": "gzip"}, "compression 'gzip'"),
+    ({"uri": "h:1", "table": "a.b", "ref": " audit"}, "without surrounding spaces"),
+    ({"uri": "h:1", "table": "a.b", "lineage": "maybe"}, "lineage 'maybe': want true or false"),
     ({"uri": "h:1", "table": "a.b", "timeout": "-1"}, "positive number of seconds"),
     ({"uri": "h:1", "table": "a.b", "tls_ca": "/nonexistent/ca.pem"}, "cannot read /nonexistent/ca.pem"),
     ({"uri": "h:1", "table": "a.b", "tls_cert": __file__}, "together"),

@@ -143,3 +143,23 @@ def test_refs_and_tag_names():
         change_request("a.b", ref=" audit")
     with pytest.raises(TypeError):
         change_request("a.b", ref=3)
+
+
+def test_options_are_one_table_of_fields():
+    # Every call that builds a request takes the same keyword options.
+    assert change_request("a.b", lineage=True, ref="audit") == {"table": "a.b", "lineage": True, "ref": "audit"}
+    assert change_request("a.b", lineage=False) == {"table": "a.b"}
+    with pytest.raises(TypeError, match="lineage must be a bool"):
+        change_request("a.b", lineage="yes")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'on_gap'"):
+        change_request("a.b", on_gap="resync")  # a stream's option, not a window's
+    with pytest.raises(TypeError, match="unexpected keyword argument 'linage'"):
+        change_request("a.b", linage=True)
+    assert set(sluice.ChangeOptions.__annotations__) < set(sluice.StreamOptions.__annotations__)
+
+
+def test_client_calls_pass_the_options_on(client, server):
+    client.explain("a.b", lineage=True, ref="audit")
+    assert server.actions[-1] == ("explain", {"table": "a.b", "lineage": True, "ref": "audit"})
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        client.explain("a.b", on_gap="resync")

@@ -120,3 +120,25 @@ def test_max_backoff_defaults_to_that_of_the_go_client(client):
     assert inspect.signature(sluice.Client.subscribe).parameters["max_backoff"].default == sluice.DEFAULT_MAX_BACKOFF
     with client.subscribe("follow.steady", reconnect=True) as sub:
         assert sub._max_backoff == 30.0
+
+
+def test_stream_options_and_a_consumer_on_a_ref(client, server):
+    sub = client.subscribe("follow.ok", consumer="c1", ref="audit", lineage=True, on_gap="resync")
+    assert server.streams[-1] == {"table": "follow.ok", "ref": "audit", "lineage": True, "on_gap": "resync",
+                                  "follow": True, "consumer": "c1"}
+    next(sub).ack()
+    assert server.actions[-1] == ("ack", {"consumer": "c1", "table": "follow.ok", "snapshot": 1, "ref": "audit"})
+    sub.close()
+    with pytest.raises(sluice.InvalidArgument, match="on_gap"):
+        client.subscribe("follow.ok", on_gap="skip")
+
+
+def test_consumer_actions_on_a_ref(client, server):
+    client.ack("c1", "a.b", 7, ref="audit")
+    assert server.actions[-1] == ("ack", {"consumer": "c1", "table": "a.b", "ref": "audit", "snapshot": 7})
+    client.consumer_progress("c1", "a.b", ref="audit")
+    assert server.actions[-1] == ("consumer_progress", {"consumer": "c1", "table": "a.b", "ref": "audit"})
+    client.reset_consumer("c1", "a.b", ref="audit")
+    assert server.actions[-1] == ("reset_consumer", {"consumer": "c1", "table": "a.b", "ref": "audit"})
+    list(client.watch_commits("a.b", ref="audit"))
+    assert server.actions[-1] == ("watch_commits", {"table": "a.b", "ref": "audit"})

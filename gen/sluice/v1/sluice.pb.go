@@ -524,7 +524,16 @@ type AckRequest struct {
 	// nothing can pin, has the consumer's lag watched against its log and
 	// deleted-file retention (a metric and a warning). An ack without it
 	// drops the consumer's protection; resetting the consumer drops it too.
-	Protect       bool `protobuf:"varint,4,opt,name=protect,proto3" json:"protect,omitempty"`
+	// On a branch or tag (ref), the Iceberg tag is
+	// sluice-consumer-<consumer>@<ref> and the Paimon consumer file the
+	// branch's own.
+	Protect bool `protobuf:"varint,4,opt,name=protect,proto3" json:"protect,omitempty"`
+	// The branch or tag whose lineage the consumer follows; empty: the main
+	// branch. A consumer's progress is kept per table, ref and consumer id:
+	// the same id on main and on a branch are two consumers. The snapshot
+	// must be on the ref's lineage; an unknown ref is NOT_FOUND, a ref of a
+	// Delta table (which has none) INVALID_ARGUMENT.
+	Ref           string `protobuf:"bytes,5,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -587,11 +596,20 @@ func (x *AckRequest) GetProtect() bool {
 	return false
 }
 
+func (x *AckRequest) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
 // ConsumerProgressRequest names a consumer and a table.
 type ConsumerProgressRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Consumer      string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
-	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Consumer string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// The branch or tag the consumer follows; empty: the main branch.
+	Ref           string `protobuf:"bytes,3,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -640,6 +658,13 @@ func (x *ConsumerProgressRequest) GetTable() string {
 	return ""
 }
 
+func (x *ConsumerProgressRequest) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
 // ConsumerProgress is a consumer's acknowledged position on a table.
 type ConsumerProgress struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -668,7 +693,10 @@ type ConsumerProgress struct {
 	Owner string `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`
 	// True when the consumer's last ack asked for protection (see
 	// AckRequest.protect) and the server keeps it.
-	Protected     bool `protobuf:"varint,11,opt,name=protected,proto3" json:"protected,omitempty"`
+	Protected bool `protobuf:"varint,11,opt,name=protected,proto3" json:"protected,omitempty"`
+	// The branch or tag the consumer follows, on whose lineage its lag is
+	// measured; empty: the main branch.
+	Ref           string `protobuf:"bytes,12,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -780,6 +808,13 @@ func (x *ConsumerProgress) GetProtected() bool {
 	return false
 }
 
+func (x *ConsumerProgress) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
 // ListConsumersRequest names the table.
 type ListConsumersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -880,9 +915,11 @@ func (x *ListConsumersResponse) GetConsumers() []*ConsumerProgress {
 
 // ResetConsumerRequest names a consumer and a table.
 type ResetConsumerRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Consumer      string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
-	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Consumer string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// The branch or tag the consumer follows; empty: the main branch.
+	Ref           string `protobuf:"bytes,3,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -927,6 +964,13 @@ func (x *ResetConsumerRequest) GetConsumer() string {
 func (x *ResetConsumerRequest) GetTable() string {
 	if x != nil {
 		return x.Table
+	}
+	return ""
+}
+
+func (x *ResetConsumerRequest) GetRef() string {
+	if x != nil {
+		return x.Ref
 	}
 	return ""
 }
@@ -994,8 +1038,12 @@ func (x *ResetConsumerResponse) GetRemoved() bool {
 
 // WatchCommitsRequest names the table to watch.
 type WatchCommitsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// The branch or tag whose head to watch; empty: the main branch. An
+	// unknown ref is NOT_FOUND; a ref that is dropped while watched ends the
+	// watch with NOT_FOUND.
+	Ref           string `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1033,6 +1081,13 @@ func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
 func (x *WatchCommitsRequest) GetTable() string {
 	if x != nil {
 		return x.Table
+	}
+	return ""
+}
+
+func (x *WatchCommitsRequest) GetRef() string {
+	if x != nil {
+		return x.Ref
 	}
 	return ""
 }
@@ -2128,16 +2183,18 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"first_file\x18\x03 \x01(\rR\tfirstFile\x12\x19\n" +
 	"\bend_file\x18\x04 \x01(\rR\aendFile\x12\x1d\n" +
 	"\n" +
-	"file_count\x18\x05 \x01(\rR\tfileCount\"t\n" +
+	"file_count\x18\x05 \x01(\rR\tfileCount\"\x86\x01\n" +
 	"\n" +
 	"AckRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1a\n" +
 	"\bsnapshot\x18\x03 \x01(\x03R\bsnapshot\x12\x18\n" +
-	"\aprotect\x18\x04 \x01(\bR\aprotect\"K\n" +
+	"\aprotect\x18\x04 \x01(\bR\aprotect\x12\x10\n" +
+	"\x03ref\x18\x05 \x01(\tR\x03ref\"]\n" +
 	"\x17ConsumerProgressRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
-	"\x05table\x18\x02 \x01(\tR\x05table\"\xc8\x02\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x10\n" +
+	"\x03ref\x18\x03 \x01(\tR\x03ref\"\xda\x02\n" +
 	"\x10ConsumerProgress\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1a\n" +
@@ -2152,21 +2209,24 @@ const file_sluice_v1_sluice_proto_rawDesc = "" +
 	"\aexpired\x18\t \x01(\bR\aexpired\x12\x14\n" +
 	"\x05owner\x18\n" +
 	" \x01(\tR\x05owner\x12\x1c\n" +
-	"\tprotected\x18\v \x01(\bR\tprotected\",\n" +
+	"\tprotected\x18\v \x01(\bR\tprotected\x12\x10\n" +
+	"\x03ref\x18\f \x01(\tR\x03ref\",\n" +
 	"\x14ListConsumersRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\"h\n" +
 	"\x15ListConsumersResponse\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x129\n" +
-	"\tconsumers\x18\x02 \x03(\v2\x1b.sluice.v1.ConsumerProgressR\tconsumers\"H\n" +
+	"\tconsumers\x18\x02 \x03(\v2\x1b.sluice.v1.ConsumerProgressR\tconsumers\"Z\n" +
 	"\x14ResetConsumerRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
-	"\x05table\x18\x02 \x01(\tR\x05table\"c\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x10\n" +
+	"\x03ref\x18\x03 \x01(\tR\x03ref\"c\n" +
 	"\x15ResetConsumerResponse\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x18\n" +
-	"\aremoved\x18\x03 \x01(\bR\aremoved\"+\n" +
+	"\aremoved\x18\x03 \x01(\bR\aremoved\"=\n" +
 	"\x13WatchCommitsRequest\x12\x14\n" +
-	"\x05table\x18\x01 \x01(\tR\x05table\":\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
+	"\x03ref\x18\x02 \x01(\tR\x03ref\":\n" +
 	"\x10CommitSeqRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x10\n" +
 	"\x03ref\x18\x02 \x01(\tR\x03ref\"\xbb\x01\n" +

@@ -50,7 +50,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		tablesCommand(), snapshotsCommand(), statusCommand(), changesCommand(),
-		tailCommand(), explainCommand(), compareCommand(), versionCommand(),
+		tailCommand(), explainCommand(), consumersCommand(), ackCommand(), resetCommand(), compareCommand(),
+		versionCommand(),
 	}
 }
 

@@ -39,7 +39,8 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	_, help, _ := run(t, IO{}, "changes", "--help")
-	for _, f := range []string{"--from", "--to", "--columns", "--filter", "--identity", "--net", "--fold", "-o format", "--out"} {
+	for _, f := range []string{"--from", "--to", "--columns", "--filter", "--identity", "--net", "--fold", "-o format", "--out",
+		"--ref name", "--lineage"} {
 		if !strings.Contains(help, "\n  "+f) {
 			t.Errorf("sluice changes --help lacks %s", f)
 		}
@@ -64,6 +65,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tables", "--user", "u"}, "--user u needs --password"},
 		{[]string{"tables", "--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},
 		{[]string{"tables", "--color", "sometimes"}, ""},
+		{[]string{"tables", "a.b"}, "tables takes no arguments"},
+		{[]string{"consumers"}, "name a table"},
+		{[]string{"ack", "a.b", "--snapshot", "5"}, "--consumer is required"},
+		{[]string{"ack", "a.b", "--consumer", "c", "--snapshot", "x", "--ref", "audit"}, `--snapshot "x": want a snapshot id`},
+		{[]string{"reset", "a.b", "--ref", "audit"}, "--consumer is required"},
+		{[]string{"snapshots", "a.b", "-o", "xml"}, `-o "xml": want table or json`},
 	} {
 		code, _, stderr := run(t, IO{}, tt.args...)
 		if code != exitUsage || !strings.Contains(stderr, tt.msg) {

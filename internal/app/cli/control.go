@@ -74,89 +74,143 @@ func fmtID(p *int64) string {
 	return strconv.FormatInt(*p, 10)
 }
 
-func tablesCommand() command {
-	return command{name: "tables", summary: "list the tables you may read", help: `
-Lists the tables the server serves and you may read: name, format, format
-version, current snapshot and commit_seq.`,
+// controlSpec is a control command: one call whose result prints as a
+// table for people or as JSON (-o json). controlCommand runs every such
+// command the same way: the arguments checked, -o checked, the client
+// dialed, the call made, its result written.
+type controlSpec struct {
+	name, args, summary, help string
+	// table says the command names one table, its only argument; without
+	// it the command takes none.
+	table bool
+	// flags defines the command's own flags on fs and returns its call.
+	flags func(fs *flag.FlagSet) controlCall
+}
+
+// controlCall is what a control command does with its table ("" for a
+// command that names none): check the flags, before anything is dialed
+// (nil: nothing to check), then make the call.
+type controlCall struct {
+	check func(table string) error
+	call  func(ctx context.Context, c *sluice.Client, table string) (output, error)
+}
+
+// output is a control command's result: JSON is written as indented JSON
+// with -o json, Text writes the table otherwise.
+type output struct {
+	JSON any
+	Text func(w io.Writer) error
+}
+
+// controlCommand is the command of a controlSpec.
+func controlCommand(spec controlSpec) command {
+	return command{name: spec.name, args: spec.args, summary: spec.summary, help: spec.help,
 		flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 			out := outputFlag(fs)
+			call := spec.flags(fs)
 			return func(ctx context.Context, a *app, args []string) error {
-				if len(args) > 0 {
-					return usagef("tables takes no arguments")
+				var table string
+				if spec.table {
+					t, err := oneTable(args)
+					if err != nil {
+						return err
+					}
+					table = t
+				} else if len(args) > 0 {
+					return usagef("%s takes no arguments", spec.name)
 				}
 				if err := checkOutput(*out); err != nil {
 					return err
+				}
+				if call.check != nil {
+					if err := call.check(table); err != nil {
+						return err
+					}
 				}
 				c, err := a.dial(ctx)
 				if err != nil {
 					return err
 				}
-				ts, err := c.ListTables(ctx)
+				res, err := call.call(ctx, c, table)
 				if err != nil {
 					return err
 				}
 				if *out == "json" {
-					type row struct {
-						Name            string `json:"name"`
-						Format          string `json:"format"`
-						FormatVersion   int    `json:"format_version"`
-						CurrentSnapshot *int64 `json:"current_snapshot"`
-						CommitSeq       int64  `json:"commit_seq"`
-					}
-					rows := make([]row, 0, len(ts))
-					for _, t := range ts {
-						rows = append(rows, row{t.Name, t.Format, t.FormatVersion, t.CurrentSnapshot, t.CommitSeq})
-					}
-					return writeJSON(a.io.Stdout, rows)
+					return writeJSON(a.io.Stdout, res.JSON)
 				}
-				return writeTables(a.io.Stdout, ts)
+				return res.Text(a.io.Stdout)
 			}
 		}}
 }
 
-func snapshotsCommand() command {
-	return command{name: "snapshots", args: "TABLE", summary: "list a table's snapshots, oldest first", help: `
-Lists the lineage of the table's main branch, oldest first: snapshot id,
-commit_seq, commit time, operation and the rows it added and deleted (from
-its summary). A snapshot id is what --from and --to of 'sluice changes' take.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
-			out := outputFlag(fs)
-			return func(ctx context.Context, a *app, args []string) error {
-				table, err := oneTable(args)
-				if err != nil {
-					return err
-				}
-				if err := checkOutput(*out); err != nil {
-					return err
-				}
-				c, err := a.dial(ctx)
-				if err != nil {
-					return err
-				}
-				snaps, err := c.Snapshots(ctx, table)
-				if err != nil {
-					return err
-				}
-				if *out == "json" {
-					type row struct {
-						Snapshot       int64             `json:"snapshot"`
-						Parent         *int64            `json:"parent"`
-						SequenceNumber int64             `json:"sequence_number"`
-						CommitSeq      int64             `json:"commit_seq"`
-						TimestampMs    int64             `json:"timestamp_ms"`
-						Operation      string            `json:"operation"`
-						Summary        map[string]string `json:"summary"`
-						SchemaID       int               `json:"schema_id"`
-					}
-					rows := make([]row, 0, len(snaps))
-					for _, s := range snaps {
-						rows = append(rows, row{s.ID, s.Parent, s.SequenceNumber, s.CommitSeq, s.TimestampMs, s.Operation, s.Summary, s.SchemaID})
-					}
-					return writeJSON(a.io.Stdout, rows)
-				}
-				return writeSnapshots(a.io.Stdout, snaps)
+// noFlags is the flags of a control command that has none of its own and
+// nothing to check.
+func noFlags(call func(ctx context.Context, c *sluice.Client, table string) (output, error)) func(*flag.FlagSet) controlCall {
+	return func(*flag.FlagSet) controlCall { return controlCall{call: call} }
+}
+
+// refFlag is --ref: the branch or tag a command reads, or whose consumer
+// it names.
+func refFlag(fs *flag.FlagSet, what string) *string {
+	return fs.String("ref", "", "the branch or tag `name` "+what+" (default: the main branch)")
+}
+
+func tablesCommand() command {
+	return controlCommand(controlSpec{name: "tables", summary: "list the tables you may read", help: `
+Lists the tables the server serves and you may read: name, format, format
+version, current snapshot and commit_seq.`,
+		flags: noFlags(func(ctx context.Context, c *sluice.Client, _ string) (output, error) {
+			ts, err := c.ListTables(ctx)
+			if err != nil {
+				return output{}, err
 			}
-		}}
+			type row struct {
+				Name            string `json:"name"`
+				Format          string `json:"format"`
+				FormatVersion   int    `json:"format_version"`
+				CurrentSnapshot *int64 `json:"current_snapshot"`
+				CommitSeq       int64  `json:"commit_seq"`
+			}
+			rows := make([]row, 0, len(ts))
+			for _, t := range ts {
+				rows = append(rows, row{t.Name, t.Format, t.FormatVersion, t.CurrentSnapshot, t.CommitSeq})
+			}
+			return output{JSON: rows, Text: func(w io.Writer) error { return writeTables(w, ts) }}, nil
+		})})
+}
+
+func snapshotsCommand() command {
+	return controlCommand(controlSpec{name: "snapshots", args: "TABLE", table: true,
+		summary: "list a table's snapshots, oldest first", help: `
+Lists the lineage of the table's main branch (or, with --ref, of that
+branch or tag), oldest first: snapshot id, commit_seq, commit time,
+operation and the rows it added and deleted (from its summary). A snapshot
+id is what --from and --to of 'sluice changes' take.`,
+		flags: func(fs *flag.FlagSet) controlCall {
+			ref := refFlag(fs, "whose lineage to list")
+			return controlCall{call: func(ctx context.Context, c *sluice.Client, table string) (output, error) {
+				snaps, err := c.SnapshotsOn(ctx, table, *ref)
+				if err != nil {
+					return output{}, err
+				}
+				type row struct {
+					Snapshot       int64             `json:"snapshot"`
+					Parent         *int64            `json:"parent"`
+					SequenceNumber int64             `json:"sequence_number"`
+					CommitSeq      int64             `json:"commit_seq"`
+					TimestampMs    int64             `json:"timestamp_ms"`
+					Operation      string            `json:"operation"`
+					Summary        map[string]string `json:"summary"`
+					SchemaID       int               `json:"schema_id"`
+				}
+				rows := make([]row, 0, len(snaps))
+				for _, s := range snaps {
+					rows = append(rows, row{s.ID, s.Parent, s.SequenceNumber, s.CommitSeq, s.TimestampMs, s.Operation,
+						s.Summary, s.SchemaID})
+				}
+				return output{JSON: rows, Text: func(w io.Writer) error { return writeSnapshots(w, snaps) }}, nil
+			}}
+		}})
 }
 
 // summaryRows is the ROWS of a snapshot, from its summary (an Iceberg
@@ -194,40 +248,24 @@ func summaryRows(s map[string]string) string {
 }
 
 func statusCommand() command {
-	return command{name: "status", summary: "the commit_seq of every table", help: `
+	return controlCommand(controlSpec{name: "status", summary: "the commit_seq of every table", help: `
 Shows where every table you may read stands: its commit_seq (which grows
 with every commit), its current snapshot and that snapshot's commit time.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
-			out := outputFlag(fs)
-			return func(ctx context.Context, a *app, args []string) error {
-				if len(args) > 0 {
-					return usagef("status takes no arguments")
-				}
-				if err := checkOutput(*out); err != nil {
-					return err
-				}
-				c, err := a.dial(ctx)
-				if err != nil {
-					return err
-				}
-				ts, err := c.ListTables(ctx)
-				if err != nil {
-					return err
-				}
-				rows := make([]statusRow, 0, len(ts))
-				for _, t := range ts {
-					seq, err := c.CommitSeq(ctx, t.Name)
-					if err != nil {
-						return err
-					}
-					rows = append(rows, statusRow{t.Name, seq.CommitSeq, seq.Snapshot, seq.TimestampMs})
-				}
-				if *out == "json" {
-					return writeJSON(a.io.Stdout, rows)
-				}
-				return writeStatus(a.io.Stdout, rows)
+		flags: noFlags(func(ctx context.Context, c *sluice.Client, _ string) (output, error) {
+			ts, err := c.ListTables(ctx)
+			if err != nil {
+				return output{}, err
 			}
-		}}
+			rows := make([]statusRow, 0, len(ts))
+			for _, t := range ts {
+				seq, err := c.CommitSeq(ctx, t.Name)
+				if err != nil {
+					return output{}, err
+				}
+				rows = append(rows, statusRow{t.Name, seq.CommitSeq, seq.Snapshot, seq.TimestampMs})
+			}
+			return output{JSON: rows, Text: func(w io.Writer) error { return writeStatus(w, rows) }}, nil
+		})})
 }
 
 // writeTables prints the tables as a table.
@@ -266,41 +304,30 @@ func writeStatus(out io.Writer, rows []statusRow) error {
 }
 
 func explainCommand() command {
-	return command{name: "explain", args: "TABLE [flags]", summary: "how the server would read a window, without reading it", help: `
+	return controlCommand(controlSpec{name: "explain", args: "TABLE [flags]", table: true,
+		summary: "how the server would read a window, without reading it", help: `
 Plans the window as 'sluice changes' would read it, without reading data:
 per snapshot its strategy and the files it reads, with counts and bytes.
 Takes the request flags of 'sluice changes'.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		flags: func(fs *flag.FlagSet) controlCall {
 			var rf requestFlags
 			rf.register(fs)
-			out := outputFlag(fs)
 			files := fs.Bool("files", false, "list each file a snapshot reads")
-			return func(ctx context.Context, a *app, args []string) error {
-				table, err := oneTable(args)
-				if err != nil {
+			var req sluice.ChangeRequest
+			return controlCall{
+				check: func(table string) (err error) {
+					req, err = rf.request(table)
 					return err
-				}
-				if err := checkOutput(*out); err != nil {
-					return err
-				}
-				req, err := rf.request(table)
-				if err != nil {
-					return err
-				}
-				c, err := a.dial(ctx)
-				if err != nil {
-					return err
-				}
-				p, err := c.Explain(ctx, req)
-				if err != nil {
-					return err
-				}
-				if *out == "json" {
-					return writeJSON(a.io.Stdout, planJSON(p))
-				}
-				return writePlan(a.io.Stdout, p, *files)
+				},
+				call: func(ctx context.Context, c *sluice.Client, _ string) (output, error) {
+					p, err := c.Explain(ctx, req)
+					if err != nil {
+						return output{}, err
+					}
+					return output{JSON: planJSON(p), Text: func(w io.Writer) error { return writePlan(w, p, *files) }}, nil
+				},
 			}
-		}}
+		}})
 }
 
 func writePlan(out io.Writer, p *sluice.Plan, files bool) error {

@@ -54,9 +54,9 @@ func parsePoint(flagName, v string) (point, error) {
 // requestFlags are the flags of a change request, shared by changes and
 // explain.
 type requestFlags struct {
-	from, to, filter, compression, layout string
-	columns, identity                     listFlag
-	net, fold                             bool
+	from, to, filter, compression, layout, ref string
+	columns, identity                          listFlag
+	net, fold, lineage                         bool
 }
 
 func (r *requestFlags) register(fs *flag.FlagSet) {
@@ -68,6 +68,8 @@ func (r *requestFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.net, "net", false, "the net changes of the window per identity")
 	fs.BoolVar(&r.fold, "fold", false, "fold each update_before/update_after pair into one update row")
 	fs.StringVar(&r.compression, "compression", "", "the stream's compression: lz4 or zstd (default none)")
+	fs.StringVar(&r.ref, "ref", "", "the branch or tag `name` whose lineage the window runs on (default: the main branch)")
+	fs.BoolVar(&r.lineage, "lineage", false, "add each row's id (_row_id) to the images, for a table that keeps row lineage")
 	layoutFlag(fs, &r.layout)
 }
 
@@ -106,7 +108,8 @@ func (r *requestFlags) request(table string) (sluice.ChangeRequest, error) {
 	}
 	return sluice.ChangeRequest{Table: table, FromSnapshot: from.snapshot, FromTimestampMs: from.tsMs,
 		ToSnapshot: to.snapshot, ToTimestampMs: to.tsMs, Columns: r.columns, Filter: r.filter,
-		Identity: r.identity, FoldUpdates: r.fold, NetChanges: r.net, Compression: r.compression, Layout: layout}, nil
+		Identity: r.identity, FoldUpdates: r.fold, NetChanges: r.net, Compression: r.compression, Layout: layout,
+		Ref: r.ref, Lineage: r.lineage}, nil
 }
 
 // oneTable checks that args name exactly one table.

@@ -31,11 +31,14 @@ instead. It follows until interrupted (Ctrl-C), across server restarts.
 commits from now on), latest-full (the current rows as inserts first),
 from-snapshot / from-snapshot-full / from-timestamp (with --from).
 With --consumer ID it resumes after the consumer's last acknowledged
-snapshot, and --ack acknowledges each snapshot once it is printed.`,
+snapshot, and --ack acknowledges each snapshot once it is printed.
+--ref follows a branch instead of the main branch; a consumer's progress
+is kept per ref.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 			start := fs.String("start", "", "where to start: "+fmt.Sprint(startModes)+" (default latest; from-snapshot with --from)")
 			from := fs.String("from", "", "start after this snapshot `id` or at this commit time (2026-11-30T08:00:00Z)")
-			consumer := fs.String("consumer", "", "a durable consumer `id`: resume after its last ack")
+			consumer := fs.String("consumer", "", "a durable consumer `id`: resume after its last ack (on --ref)")
+			ref := refFlag(fs, "to follow, and whose consumer --consumer names")
 			ack := fs.Bool("ack", false, "acknowledge each snapshot for --consumer once it is printed")
 			var columns, identity listFlag
 			fs.Var(&columns, "columns", "the data `columns` to show, comma-separated (default: all)")
@@ -51,7 +54,7 @@ snapshot, and --ack acknowledges each snapshot once it is printed.`,
 					return err
 				}
 				req := sluice.SubscribeRequest{Table: table, Consumer: *consumer, Start: *start, Columns: columns,
-					Identity: identity, Filter: *filter, NoFollow: *noFollow, Reconnect: true}
+					Identity: identity, Filter: *filter, NoFollow: *noFollow, Reconnect: true, Ref: *ref}
 				if req.Layout, err = layoutValue(layout); err != nil {
 					return err
 				}
