@@ -127,6 +127,7 @@ func (r *Report) Markdown(command string, cfg Config) string {
 	b.WriteString(r.scaleSection(cfg))
 	b.WriteString(r.paimonSection(cfg))
 	b.WriteString(r.planningSection())
+	b.WriteString(r.followersSection())
 	b.WriteString(notes)
 	return b.String()
 }
