@@ -244,9 +244,17 @@ func followRun(ctx context.Context, cfg Config, cat *catalog.Catalog, dir, name 
 	errs := make([]error, n)
 	idSums := make([]int64, n)
 	batches := make([]int, n)
+	// failed is set once a follower has failed (its error in errs, read
+	// after wg.Wait).
+	var failed atomic.Bool
 	var wg sync.WaitGroup
 	for i, s := range subs {
-		wg.Go(func() { idSums[i], batches[i], errs[i] = follow(s, want, &received) })
+		wg.Go(func() {
+			idSums[i], batches[i], errs[i] = follow(s, want, &received)
+			if errs[i] != nil {
+				failed.Store(true)
+			}
+		})
 	}
 	cpu0 := procCPU(srv.cmd.Process.Pid)
 	writes0, written0 := procWrites(srv.cmd.Process.Pid)
@@ -260,7 +268,7 @@ func followRun(ctx context.Context, cfg Config, cat *catalog.Catalog, dir, name 
 		}
 		wantSum += int64(p.Rows) * (2*first + int64(p.Rows) - 1) / 2
 		for received.Load() < int64(n)*int64(k+1)*int64(p.Rows) {
-			if err := errors.Join(errs...); err != nil || rctx.Err() != nil {
+			if failed.Load() || rctx.Err() != nil {
 				cancel()
 				wg.Wait()
 				return FollowRun{}, 0, fmt.Errorf("commit %d: the followers received %d rows of %d (%w)", k+1,
