@@ -83,6 +83,8 @@ func run(ctx context.Context) error {
 	deltaHistories := flag.String("plan-delta-histories", "1000:10000:10 1000:10000:100 10000:10000:100 10000:100000:100",
 		"the long Delta histories planned the same way, as versions:files:checkpoint-interval (empty: skip)")
 	planningOnly := flag.Bool("planning-only", false, "plan the long histories alone and print their section")
+	followers := flag.String("followers", "50:20:40000", "the followers arm, as followers:commits:rows (empty: skip)")
+	followersOnly := flag.Bool("followers-only", false, "run the followers arm alone and print its section")
 	prepare := flag.Bool("prepare", false, "write (or find written) the cached workloads, measure nothing")
 	render := flag.String("render", "", "render the report of an earlier run from its JSON (the run writes "+
 		"report.json in -work), measure nothing")
@@ -111,6 +113,9 @@ func run(ctx context.Context) error {
 	}
 	if cfg.PlanDeltaHistories, err = bench.ParseDeltaHistories(*deltaHistories); err != nil {
 		return fmt.Errorf("-plan-delta-histories: %w", err)
+	}
+	if cfg.Followers, err = bench.ParseFollowers(*followers); err != nil {
+		return fmt.Errorf("-followers: %w", err)
 	}
 	if cfg.PeerRows != 0 && len(cfg.ScaleRows) > 0 && !slices.Contains(cfg.ScaleRows, cfg.PeerRows) {
 		return fmt.Errorf("-peer-rows %d is not one of -scale-rows %v", cfg.PeerRows, cfg.ScaleRows)
@@ -148,6 +153,14 @@ func run(ctx context.Context) error {
 		md := rep.PaimonMarkdown("sluice-bench "+strings.Join(relativeArgs(os.Args[1:]), " "), cfg)
 		fmt.Print(md)
 		return os.WriteFile(*out, []byte(md), 0o644)
+	}
+	if *followersOnly {
+		rep, err := bench.RunFollowers(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("load average %s at the start, %s at the end\n%s", rep.LoadStart, rep.LoadEnd, rep.FollowersSection())
+		return nil
 	}
 	if *planningOnly {
 		rep, err := bench.RunPlanning(ctx, cfg)

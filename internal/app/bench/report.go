@@ -127,6 +127,7 @@ func (r *Report) Markdown(command string, cfg Config) string {
 	b.WriteString(r.scaleSection(cfg))
 	b.WriteString(r.paimonSection(cfg))
 	b.WriteString(r.planningSection())
+	b.WriteString(r.followersSection())
 	b.WriteString(notes)
 	return b.String()
 }
@@ -301,14 +302,19 @@ const notes = `
 - **Measured outside this run.** Commit → follower latency (target p50 ≤ 100 ms, p99 ≤ 300 ms on local
   catalogs) is in [OPERATIONS.md](OPERATIONS.md#commit-latency): with file notifications, p50 3–8 ms and
   a maximum of 6–11 ms over 30 commits for iceberg-go, pyiceberg and delta-rs writers (met); a REST
-  catalog waits for the poll. 50 followers of one table while a writer commits (target: flightd CPU
-  per committed row ≤ 3× one follower's) is in [OPERATIONS.md](OPERATIONS.md#decode-cache): one decode
-  per commit for all of them; 50 followers cost flightd 0.43–0.47 s of CPU where one costs 0.07–0.08 s,
-  5.4–6.7× (missed; 20 followers 3.0×; before the cache about 30×). What is left per follower is
-  its own stream: about 7.6 ms of CPU for its 13.4 MB, as gRPC frames the same prepared message for
-  each and writes it to that follower's socket, the loopback copy of the profile above, once per
-  follower. A single follower also got cheaper (0.13 s before its first send skipped the shared
-  marshaling), which raises the ratio while lowering both costs.
+  catalog waits for the poll.
+- **Followers (target: 50 followers cost flightd ≤ 3× one follower's CPU per commit; the Followers
+  section)**, when a run misses it: each commit is read and encoded once for all followers (the decode
+  cache) and their streams send one marshaled message, so what a follower adds is its own socket. A
+  CPU profile of flightd in the 50-follower run (` + "`flightd --pprof`" + `, 2026-12-07): gRPC's writer 62% of the
+  samples, of which the write system calls 41% and gRPC's copy of each message into its 32 KiB write
+  buffer 18%; the engine's own per-stream work (each stream plans its window) about 4%. The socket
+  floor under the table is the kernel's part alone: over loopback the sending thread also runs the
+  receiving side of TCP, so that floor by itself comes to about 3× on this machine, before gRPC's copy
+  and framing. gRPC's write buffer at 256 KiB or 1 MiB (with or without a shared buffer) cut flightd's
+  write calls to a fifth without changing its CPU (the kernel's cost is per byte, not per call), so it
+  stays at gRPC's default ([OPERATIONS.md](OPERATIONS.md#decode-cache)). Followers on other machines
+  cost flightd less per byte: the receiving side of TCP runs on theirs.
 - **A read larger than the decode cache's bound** (the reference window encodes to about 150 MB, the
   default bound is 32 MiB) is not kept for later readers; it cost about 1.8× the CPU of the same read
   with the cache off until the cache stopped growing its bodies by doubling and marshaling batches no

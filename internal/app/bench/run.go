@@ -61,7 +61,9 @@ type Config struct {
 	// PlanDeltaHistories are the long Delta histories planned the same
 	// way.
 	PlanDeltaHistories []longhist.DeltaParams
-	Log                io.Writer `json:"-"`
+	// Followers is the followers arm's workload (Followers 0: skip it).
+	Followers FollowersParams
+	Log       io.Writer `json:"-"`
 }
 
 // Arm is one measured way of reading.
@@ -118,6 +120,8 @@ type Report struct {
 	Scale []ScalePoint
 	// Planning is the planning of the long histories.
 	Planning []PlanHistory
+	// Followers is what the followers arm found (nil when it did not run).
+	Followers *FollowersReport
 }
 
 func (c Config) logf(format string, args ...any) {
@@ -271,6 +275,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	if err := runPlanning(ctx, cfg, rep); err != nil {
+		return nil, err
+	}
+	if err := runFollowers(ctx, cfg, rep); err != nil {
 		return nil, err
 	}
 
