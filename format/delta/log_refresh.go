@@ -25,7 +25,10 @@ import (
 //     listed (from that key on object stores that can, see
 //     storage.ReadDirAfter), and added to the known listing.
 //
-// So a table that did not change costs two lookups, and one that did a
+// A commit file written after a missing one is not seen until the missing
+// one is there (writers write commits in order: it is on its way), where a
+// whole listing would find the gap. So a table that did not change costs
+// two lookups, and one that did a
 // listing of its new files, whatever the length of its history. A
 // checkpoint written since for a version already listed is found at the
 // next whole listing; until then the state is read from an older one,
