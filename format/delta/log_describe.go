@@ -2,9 +2,9 @@ package delta
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	json "github.com/goccy/go-json"
 )
 
 // description is what a lineage entry says of a version: its commit time,

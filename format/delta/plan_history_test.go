@@ -194,3 +194,7 @@ func TestPlanningGrowsWithTheWindow(t *testing.T) {
 			"400; want %v at both", grown[0], grown[1], want)
 	}
 }
+
+func BenchmarkPlanCold10k100k(b *testing.B) {
+	benchmarkPlan(b, longhist.DeltaParams{Versions: 10000, Files: 100000, CheckpointEvery: 100}, true)
+}
