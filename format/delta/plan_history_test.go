@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -57,29 +56,14 @@ type deltaTable struct{ src *delta.Source }
 func (d deltaTable) Load(ctx context.Context, _ string) (lake.Table, error) { return d.src.Load(ctx) }
 func (d deltaTable) ListTables(context.Context) ([]string, error)           { return []string{"t"}, nil }
 
-// histories are the long Delta histories written once per test binary,
-// by their parameters.
-var histories sync.Map
-
-// longHistory returns the folder of the Delta history p, written once.
+// longHistory writes the Delta history p into a temporary folder.
 func longHistory(tb testing.TB, p longhist.DeltaParams) (string, *longhist.Delta) {
 	tb.Helper()
-	type written struct {
-		dir string
-		h   *longhist.Delta
-	}
-	if w, ok := histories.Load(p); ok {
-		return w.(written).dir, w.(written).h
-	}
-	dir, err := os.MkdirTemp("", "delta-history-")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	dir := tb.TempDir()
 	h, err := longhist.WriteDelta(dir, p, 1_700_000_000_000)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	histories.Store(p, written{dir, h})
 	return dir, h
 }
 
