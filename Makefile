@@ -82,7 +82,8 @@ MODULE := github.com/sluicefeed/sluice
 # test-unit). It finds only races between goroutines that run in the test,
 # and slowed these tests 1.5 to 6 times (seconds of tests with -race /
 # without, one package at a time on 2 cores under other work, load 3 to
-# 7: feed 537/194, server 68/23, clients/go 37/8, format/delta 18/4,
+# 7: feed 537/194, server 68/23, clients/go 37/8, format/delta 18/4 (38/12
+# since its loads read commits in goroutines),
 # internal/lib/pqread 11/2, progress 8/5). It is kept for every package whose
 # code or tests run goroutines (the engine's read-ahead, spill and follow
 # streams, the server and its decode cache, the clients' reconnects and
@@ -90,7 +91,7 @@ MODULE := github.com/sluicefeed/sluice
 # and watchers, the storage layer), a new package included, and left out
 # of these, which start none (decoders, table writers for tests, test
 # helpers): NORACE_PKGS.
-NORACE_PKGS := $(addprefix $(MODULE)/,format/delta format/paimon internal/testkit/histgen internal/lib/tablewrite internal/testkit/deltafx \
+NORACE_PKGS := $(addprefix $(MODULE)/,format/paimon internal/testkit/histgen internal/lib/tablewrite internal/testkit/deltafx \
 	internal/app/demo internal/testkit/docmd internal/testkit/faultio internal/lib/version internal/lib/suggest internal/testkit/pgtest \
 	cmd/flightd cmd/sluice cmd/sluice-bench gen/sluice/v1)
 # In feed, the oracles and the metamorphic tests replay the same engine

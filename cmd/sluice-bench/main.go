@@ -80,7 +80,8 @@ func run(ctx context.Context) error {
 	paimonOnly := flag.Bool("paimon-only", false, "run the Paimon arm alone and write its section to -out")
 	histories := flag.String("plan-histories", "1000:10000 1000:100000 10000:10000 10000:100000",
 		"the long Iceberg histories whose one-commit windows are planned, as snapshots:files (empty: skip)")
-	deltaHistories := flag.String("plan-delta-histories", "1000:10000:10 1000:10000:100 10000:10000:100 10000:100000:100",
+	deltaHistories := flag.String("plan-delta-histories",
+		"1000:10000:10 1000:10000:100 1000:100000:100 10000:10000:100 10000:100000:100",
 		"the long Delta histories planned the same way, as versions:files:checkpoint-interval (empty: skip)")
 	planningOnly := flag.Bool("planning-only", false, "plan the long histories alone and print their section")
 	followers := flag.String("followers", "50:20:40000", "the followers arm, as followers:commits:rows (empty: skip)")

@@ -54,6 +54,12 @@ type Table struct {
 	// when it was first found so: it is corrupt once grace has passed.
 	incomplete map[int64]time.Time
 
+	// lmu guards known, and serializes listings.
+	lmu sync.Mutex
+	// known is the newest listing of the log (nil before the first): see
+	// current.
+	known *listing
+
 	// The caches are safe for concurrent use on their own.
 	commits   *lru.Cache[int64, *Commit]
 	snapshots *lru.Cache[int64, *Snapshot]
@@ -143,13 +149,19 @@ type Versions struct {
 	// created again in the same folder has another one, and so has a log
 	// whose oldest files were cleaned up.
 	Origin string
+	// FirstCommit is the oldest version whose commit file, and every later
+	// one up to Latest, is in the log: Latest+1 when the latest version has
+	// only a checkpoint.
+	FirstCommit int64
 }
 
-// Versions lists the log (again on each call: tables change) and returns
-// the readable versions. A log whose latest state cannot be rebuilt (a gap
-// in the commits after the last checkpoint) fails with ErrCorrupt.
+// Versions brings the listing of the log up to date (on each call: tables
+// change; without listing the whole log when it only grew, see current)
+// and returns the readable versions. A log whose latest state cannot be
+// rebuilt (a gap in the commits after the last checkpoint) fails with
+// ErrCorrupt.
 func (t *Table) Versions(ctx context.Context) (Versions, error) {
-	l, err := t.list(ctx)
+	l, err := t.current(ctx)
 	if err != nil {
 		return Versions{}, err
 	}
@@ -162,7 +174,7 @@ func (t *Table) Versions(ctx context.Context) (Versions, error) {
 		return Versions{}, fmt.Errorf("%w: table %q: no checkpoint is followed by every commit up to the latest version %d (oldest commit %d)",
 			ErrCorrupt, t.name, latest, l.oldestCommit())
 	}
-	return Versions{Latest: latest, EarliestStart: es, Origin: l.origin}, nil
+	return Versions{Latest: latest, EarliestStart: es, Origin: l.origin, FirstCommit: l.runStart()}, nil
 }
 
 // schemeRE matches a URI scheme (RFC 3986) at the start of a path.

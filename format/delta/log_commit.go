@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"time"
 )
@@ -138,36 +137,49 @@ func (e *incompleteError) corrupt(more string) error {
 // readCommit reads and parses version's commit file once. A file that does
 // not parse is an *incompleteError.
 func (t *Table) readCommit(ctx context.Context, version int64) (*Commit, error) {
-	if err := ctx.Err(); err != nil {
+	data, mod, err := t.readCommitFile(ctx, version)
+	if err != nil {
 		return nil, err
+	}
+	c, err := parseCommit(version, data)
+	if err != nil {
+		return nil, &incompleteError{table: t.name, version: version, file: commitFile(version), err: err}
+	}
+	c.ModTime = mod
+	return c, nil
+}
+
+// readCommitFile reads version's commit file: its content and its
+// modification time. An error wrapping fs.ErrNotExist means there is no
+// such file.
+func (t *Table) readCommitFile(ctx context.Context, version int64) ([]byte, time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, time.Time{}, err
 	}
 	name := commitFile(version)
 	f, err := t.fsys.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("table %q, version %d: %w", t.name, version, err)
+		return nil, time.Time{}, fmt.Errorf("table %q, version %d: %w", t.name, version, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("table %q, version %d: %s: %w", t.name, version, name, err)
+		return nil, time.Time{}, fmt.Errorf("table %q, version %d: %s: %w", t.name, version, name, err)
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("table %q, version %d: %s: %w", t.name, version, name, err)
+	// Sized by the file (as os.ReadFile does), and read to its end, should
+	// it have grown since.
+	buf := bytes.NewBuffer(make([]byte, 0, max(info.Size(), 0)+bytes.MinRead))
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, time.Time{}, fmt.Errorf("table %q, version %d: %s: %w", t.name, version, name, err)
 	}
-	c, err := parseCommit(version, data)
-	if err != nil {
-		return nil, &incompleteError{table: t.name, version: version, file: name, err: err}
-	}
-	c.ModTime = info.ModTime()
-	return c, nil
+	return buf.Bytes(), info.ModTime(), nil
 }
 
 // graceLeft reports whether version is the newest of the log (a listing
 // of it), and how much of its grace is left: counted from the first time
 // it was found incomplete.
 func (t *Table) graceLeft(ctx context.Context, version int64) (time.Duration, bool, error) {
-	l, err := t.list(ctx)
+	l, err := t.current(ctx)
 	if err != nil {
 		return 0, false, err
 	}
@@ -238,6 +250,19 @@ func parseCommit(version int64, data []byte) (*Commit, error) {
 // lines are skipped; a line that is not a JSON object is an error naming
 // the line.
 func parseActions(data []byte, fn func(line int, a *Action) error) error {
+	return eachLine(data, func(line int, l []byte) error {
+		var a Action
+		if err := json.Unmarshal(l, &a); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		return fn(line, &a)
+	})
+}
+
+// eachLine calls fn with each line of newline-delimited JSON that holds an
+// object, trimmed, and its 1-based line number. Blank lines are skipped; a
+// line that is not a JSON object is an error naming the line.
+func eachLine(data []byte, fn func(line int, l []byte) error) error {
 	for line := 1; len(data) > 0; line++ {
 		var l []byte
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -252,11 +277,7 @@ func parseActions(data []byte, fn func(line int, a *Action) error) error {
 		if l[0] != '{' {
 			return fmt.Errorf("line %d: not a JSON object", line)
 		}
-		var a Action
-		if err := json.Unmarshal(l, &a); err != nil {
-			return fmt.Errorf("line %d: %w", line, err)
-		}
-		if err := fn(line, &a); err != nil {
+		if err := fn(line, l); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // logDir is the folder, under a table's root, that holds its log.
@@ -50,8 +51,18 @@ type listing struct {
 	// checkpoints are the complete checkpoints, one per version, ascending.
 	checkpoints []*checkpoint
 	// origin is the oldest .json or .parquet file of the log: its name,
-	// size and modification time (see Versions.Origin).
-	origin string
+	// size and modification time (see Versions.Origin); originName,
+	// originSize and originMod are the same, apart.
+	origin     string
+	originName string
+	originSize int64
+	originMod  time.Time
+}
+
+// setOrigin makes the log file name, described by info, l's origin.
+func (l *listing) setOrigin(name string, info fs.FileInfo) {
+	l.origin = fmt.Sprintf("%s/%d/%d", name, info.Size(), info.ModTime().UnixNano())
+	l.originName, l.originSize, l.originMod = name, info.Size(), info.ModTime()
 }
 
 // commitFile returns the path of version v's commit file under the table
@@ -119,10 +130,18 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-// list lists _delta_log. Checkpoint files of 0 bytes are skipped (a writer
-// may have failed half-way); of the complete checkpoints of a version the
+// list lists _delta_log whole and keeps the listing as the table's known
+// one (see current). Checkpoint files of 0 bytes are skipped (a writer may
+// have failed half-way); of the complete checkpoints of a version the
 // preferred one is kept (see checkpointKind).
 func (t *Table) list(ctx context.Context) (*listing, error) {
+	t.lmu.Lock()
+	defer t.lmu.Unlock()
+	return t.listLocked(ctx)
+}
+
+// listLocked is list, with lmu held.
+func (t *Table) listLocked(ctx context.Context) (*listing, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -137,8 +156,19 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 		return nil, fmt.Errorf("table %q: listing %s: %w", t.name, logDir, err)
 	}
 	l := &listing{}
-	// The candidate checkpoints of the version being grouped: fs.ReadDir
-	// sorts by name, so a version's files are consecutive.
+	if err := t.collect(l, entries); err != nil {
+		return nil, err
+	}
+	t.known = l
+	return l, nil
+}
+
+// collect adds the log files of entries, sorted by name, to l: their
+// commits and complete checkpoints, and the oldest file as l's origin when
+// l has none yet.
+func (t *Table) collect(l *listing, entries []fs.DirEntry) error {
+	// The candidate checkpoints of the version being grouped: the entries
+	// are sorted by name, so a version's files are consecutive.
 	var group []checkpointFile
 	flush := func() {
 		if cp := chooseCheckpoint(group); cp != nil {
@@ -151,9 +181,9 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 			continue
 		}
 		if l.origin == "" && (strings.HasSuffix(e.Name(), ".json") || strings.HasSuffix(e.Name(), ".parquet")) {
-			// fs.ReadDir sorts by name: the oldest file comes first.
+			// The entries are sorted by name: the oldest file comes first.
 			if info, err := e.Info(); err == nil {
-				l.origin = fmt.Sprintf("%s/%d/%d", e.Name(), info.Size(), info.ModTime().UnixNano())
+				l.setOrigin(e.Name(), info)
 			}
 		}
 		n, ok := parseLogName(e.Name())
@@ -172,7 +202,7 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 			continue // removed by cleanup since the listing
 		}
 		if err != nil {
-			return nil, fmt.Errorf("table %q: %s/%s: %w", t.name, logDir, e.Name(), err)
+			return fmt.Errorf("table %q: %s/%s: %w", t.name, logDir, e.Name(), err)
 		}
 		if info.Size() == 0 {
 			continue
@@ -180,7 +210,7 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 		group = append(group, checkpointFile{logName: n, name: path.Join(logDir, e.Name())})
 	}
 	flush()
-	return l, nil
+	return nil
 }
 
 // checkpointFile is one file of a checkpoint.
@@ -283,31 +313,38 @@ func (l *listing) checkpointAtOrBefore(v int64) *checkpoint {
 	return l.checkpoints[i-1]
 }
 
+// runStart returns the first version of the run of consecutive commits
+// that ends at the latest version; latest+1 when the latest version has no
+// commit.
+func (l *listing) runStart() int64 {
+	latest := l.latest()
+	n := len(l.commits)
+	if n == 0 || l.commits[n-1] != latest {
+		return latest + 1
+	}
+	// The commits are ascending and distinct: the run is consecutive
+	// exactly when its length is the difference of its ends. Search for
+	// the oldest i whose commits i..n-1 are consecutive.
+	i := sort.Search(n, func(i int) bool { return latest-l.commits[i] == int64(n-1-i) })
+	return l.commits[i]
+}
+
 // earliestStart returns Versions.EarliestStart: -1 when every commit from 0
 // to the latest is listed, otherwise the oldest checkpoint from which every
 // later commit up to the latest is listed. It reports false when there is
 // no such checkpoint (no version's state can be rebuilt up to the latest).
 func (l *listing) earliestStart() (int64, bool) {
-	latest := l.latest()
 	// first is the first version of the run of consecutive commits that
 	// ends at the latest version.
-	first := latest + 1
-	if n := len(l.commits); n > 0 && l.commits[n-1] == latest {
-		i := n - 1
-		for i > 0 && l.commits[i-1] == l.commits[i]-1 {
-			i--
-		}
-		first = l.commits[i]
-	}
+	first := l.runStart()
 	if first == 0 {
 		return -1, true
 	}
-	for _, cp := range l.checkpoints {
-		if cp.version >= first-1 {
-			return cp.version, true
-		}
+	i := sort.Search(len(l.checkpoints), func(i int) bool { return l.checkpoints[i].version >= first-1 })
+	if i == len(l.checkpoints) {
+		return 0, false
 	}
-	return 0, false
+	return l.checkpoints[i].version, true
 }
 
 // base returns the checkpoint the state at version v is rebuilt from (nil:

@@ -127,7 +127,7 @@ func TestVersions(t *testing.T) {
 		{"cdf-table", Versions{Latest: 3, EarliestStart: -1}},
 		// Commits 0-2 were cleaned up; the checkpoint at 3 is the oldest
 		// state.
-		{"checkpoint-cdf-table", Versions{Latest: 5, EarliestStart: 3}},
+		{"checkpoint-cdf-table", Versions{Latest: 5, EarliestStart: 3, FirstCommit: 3}},
 		{"checkpoint-v2-table", Versions{Latest: 9, EarliestStart: -1}},
 		{"v2-checkpoints-json-with-sidecars", Versions{Latest: 6, EarliestStart: -1}},
 		{"v1-multi-part-partitioned-struct-stats-only", Versions{Latest: 5, EarliestStart: -1}},
@@ -163,7 +163,7 @@ func TestVersionsAfterCleanup(t *testing.T) {
 			// Cleanup kept the V2 checkpoint at 2 and the commits after it.
 			name: "V2 checkpoints", table: "v2-checkpoints-json-with-sidecars",
 			remove: []string{"00000000000000000000.json", "00000000000000000001.json"},
-			want:   Versions{Latest: 6, EarliestStart: 1},
+			want:   Versions{Latest: 6, EarliestStart: 1, FirstCommit: 2},
 		},
 		{
 			// The checkpoint at 5 is the oldest followed by every commit
@@ -171,7 +171,7 @@ func TestVersionsAfterCleanup(t *testing.T) {
 			name: "V2 checkpoints, commit at the checkpoint gone", table: "v2-checkpoints-json-with-sidecars",
 			remove: []string{"00000000000000000000.json", "00000000000000000001.json", "00000000000000000002.json",
 				"00000000000000000003.json", "00000000000000000004.json"},
-			want: Versions{Latest: 6, EarliestStart: 4},
+			want: Versions{Latest: 6, EarliestStart: 4, FirstCommit: 5},
 		},
 		{
 			name: "gap without a checkpoint after it", table: "cdf-table-non-partitioned",

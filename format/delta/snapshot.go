@@ -153,10 +153,21 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 			return nil, err
 		}
 	}
-	l, err := t.list(ctx)
+	var s *Snapshot
+	err := t.withListing(ctx, func(l *listing) error {
+		var err error
+		s, err = t.snapshotFrom(ctx, l, version)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
+	return t.keepSnapshot(s)
+}
+
+// snapshotFrom rebuilds the state at version with the log listing l. An
+// error wrapping fs.ErrNotExist means a file l names is gone.
+func (t *Table) snapshotFrom(ctx context.Context, l *listing, version int64) (*Snapshot, error) {
 	cp, err := t.base(l, version)
 	if err != nil {
 		return nil, err
@@ -170,16 +181,10 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 	if err := t.checkSnapshotProtocol(version, p); err != nil {
 		return nil, err
 	}
-	var s *Snapshot
 	if from := t.cachedSnapshotBefore(version, -1); from != nil && (cp == nil || from.Version >= cp.version) {
-		s, err = t.rollForward(ctx, newReplay(from), from.Version, version)
-	} else {
-		s, err = t.replayFromCheckpoint(ctx, cp, version)
+		return t.rollForward(ctx, newReplay(from), from.Version, version)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return t.keepSnapshot(s)
+	return t.replayFromCheckpoint(ctx, cp, version)
 }
 
 // keepSnapshot caches s, or fails when Sluice cannot read its protocol.

@@ -34,15 +34,17 @@ func (t *Table) Metadata(ctx context.Context, version int64) (Protocol, Metadata
 		}
 		p, m = nil, nil
 	}
-	l, err := t.list(ctx)
-	if err != nil {
-		return Protocol{}, Metadata{}, err
-	}
-	cp, err := t.base(l, version)
-	if err != nil {
-		return Protocol{}, Metadata{}, err
-	}
-	return t.metadataFrom(ctx, version, cp)
+	var pr Protocol
+	var md Metadata
+	err := t.withListing(ctx, func(l *listing) error {
+		cp, err := t.base(l, version)
+		if err != nil {
+			return err
+		}
+		pr, md, err = t.metadataFrom(ctx, version, cp)
+		return err
+	})
+	return pr, md, err
 }
 
 // metadataFrom returns the protocol and metadata at version, whose state

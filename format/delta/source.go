@@ -37,10 +37,15 @@ type deltaGen struct {
 	fsys fs.FS
 	name string
 
-	// mu guards infos and schemas.
+	// mu guards lineage, lineageFirst, and schemas.
 	mu sync.Mutex
-	// infos are the lineage entries of the versions read so far.
-	infos map[int64]lake.Commit
+	// lineage are the lineage entries of the versions read so far, from
+	// the oldest served on, in order (see load); loaded tables share its
+	// prefixes, so an entry never changes once added.
+	lineage []lake.Commit
+	// lineageFirst is how lineage's oldest entry was found: see
+	// lineageStart.
+	lineageFirst lineageStart
 	// schemas are the parsed schemas, by metaData content.
 	schemas map[string]*deltaSchema
 }
@@ -67,8 +72,7 @@ func (s *Source) reset(ctx context.Context) error {
 	if err != nil {
 		return deltaError(s.name, err)
 	}
-	g := &deltaGen{log: log, fsys: s.fsys, name: s.name, infos: map[int64]lake.Commit{},
-		schemas: map[string]*deltaSchema{}}
+	g := &deltaGen{log: log, fsys: s.fsys, name: s.name, schemas: map[string]*deltaSchema{}}
 	s.mu.Lock()
 	s.origin, s.gen = vs.Origin, g
 	s.mu.Unlock()
@@ -103,112 +107,6 @@ func (s *Source) Load(ctx context.Context) (lake.Table, error) {
 		}
 	}
 	return g.load(ctx, vs)
-}
-
-// load reads the table's current state, whose log listing is vs.
-func (g *deltaGen) load(ctx context.Context, vs Versions) (lake.Table, error) {
-	// The lineage starts at the oldest version whose commit is there, with
-	// every later one: its changes can be read without the state before
-	// it. When log cleanup left only a checkpoint of the oldest readable
-	// version, the lineage starts there, with no parent to start after.
-	first, withCommit := max(vs.EarliestStart, 0), true
-	if vs.EarliestStart > 0 {
-		var err error
-		if first, withCommit, err = g.oldestCommit(ctx, vs.EarliestStart); err != nil {
-			return nil, err
-		}
-	}
-	t := &deltaTable{src: g, versions: vs, first: first}
-	for v := first; v <= vs.Latest; v++ {
-		info, err := g.info(ctx, v, v == first && !withCommit)
-		if err != nil {
-			return nil, err
-		}
-		if v == first && first > 0 && withCommit {
-			// Expired, but a window can start right after it.
-			parent := v - 1
-			info.ParentID = &parent
-		}
-		t.lineage = append(t.lineage, info)
-	}
-	p, m, err := g.log.Metadata(ctx, vs.Latest)
-	if err != nil {
-		return nil, deltaError(g.name, err)
-	}
-	t.readerVersion = p.MinReaderVersion
-	t.keepsLineage = rowTrackingOf(p, m).enabled
-	return t, nil
-}
-
-// oldestCommit returns the oldest version at or below start (a version
-// whose state can be rebuilt, every later commit present) whose commit and
-// every later one are still there, or start itself with false when its
-// commit is gone.
-func (s *deltaGen) oldestCommit(ctx context.Context, start int64) (int64, bool, error) {
-	has := func(v int64) (bool, error) {
-		_, err := s.log.Commit(ctx, v)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, ErrLogCleaned), errors.Is(err, ErrVersionNotFound):
-			return false, nil
-		}
-		return false, deltaError(s.name, err)
-	}
-	ok, err := has(start)
-	if err != nil || !ok {
-		return start, false, err
-	}
-	v := start
-	for v > 0 {
-		ok, err := has(v - 1)
-		if err != nil {
-			return 0, false, err
-		}
-		if !ok {
-			break
-		}
-		v--
-	}
-	return v, true, nil
-}
-
-// info returns the lineage entry of version v; oldest is set for the
-// oldest readable version of a table whose earlier history was cleaned up,
-// which has no parent a window can start from.
-func (s *deltaGen) info(ctx context.Context, v int64, oldest bool) (lake.Commit, error) {
-	s.mu.Lock()
-	info, ok := s.infos[v]
-	s.mu.Unlock()
-	if !ok {
-		info = lake.Commit{ID: v, SequenceNumber: v, CommitSeq: v}
-		c, err := s.log.Commit(ctx, v)
-		switch {
-		case err == nil:
-			info.TimestampMs = c.TimestampMs()
-			if c.CommitInfo != nil {
-				info.Operation = c.CommitInfo.Operation
-			}
-			info.Summary = deltaSummary(c)
-		case errors.Is(err, ErrLogCleaned) && oldest:
-			// Only a checkpoint is left of the oldest version.
-			snap, err := s.log.Snapshot(ctx, v)
-			if err != nil {
-				return lake.Commit{}, deltaError(s.name, err)
-			}
-			info.TimestampMs = snap.TimestampMs
-		default:
-			return lake.Commit{}, deltaError(s.name, err)
-		}
-		s.mu.Lock()
-		s.infos[v] = info
-		s.mu.Unlock()
-	}
-	if v > 0 && !oldest {
-		parent := v - 1
-		info.ParentID = &parent
-	}
-	return info, nil
 }
 
 // deltaError classifies an error of the Delta log for the engine.
@@ -256,7 +154,7 @@ func (t *deltaTable) History(head *int64) lake.History {
 		if n <= 0 || n > len(t.lineage) {
 			h.Commits = nil
 		} else {
-			h.Commits = t.lineage[:n]
+			h.Commits = t.lineage[:n:n]
 		}
 	}
 	if t.first > 0 {

@@ -2,10 +2,11 @@ package delta
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/sluicefeed/sluice/lake"
 )

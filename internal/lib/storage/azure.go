@@ -18,6 +18,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	azblobblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -72,13 +74,25 @@ func (f *FS) listPage(ctx context.Context, prefix string, n int) ([]*blob.ListOb
 	return objs, err
 }
 
-// listDir returns the objects and folders right under prefix.
-func (f *FS) listDir(ctx context.Context, prefix string) ([]*blob.ListObject, error) {
+// listDir returns the objects and folders right under prefix. On S3, with
+// after set, the listing starts after the key prefix+after (S3's
+// start-after); other stores list every object and folder under prefix.
+func (f *FS) listDir(ctx context.Context, prefix, after string) ([]*blob.ListObject, error) {
 	if f.st.az != nil {
 		return azList(ctx, f.st.az, prefix, "/", 0)
 	}
 	var out []*blob.ListObject
-	it := f.st.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	opts := &blob.ListOptions{Prefix: prefix, Delimiter: "/"}
+	if after != "" && f.st.s3 != nil {
+		opts.BeforeList = func(as func(any) bool) error {
+			var in *s3.ListObjectsV2Input
+			if as(&in) {
+				in.StartAfter = aws.String(prefix + after)
+			}
+			return nil
+		}
+	}
+	it := f.st.b.List(opts)
 	for {
 		obj, err := it.Next(ctx)
 		if err == io.EOF {

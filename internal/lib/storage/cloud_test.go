@@ -67,6 +67,8 @@ func testCloudFS(t *testing.T, root string, props map[string]string) {
 		}
 	}
 
+	testReadDirAfter(t, fsys)
+
 	f, err := fsys.Open("t/part-0.parquet")
 	if err != nil {
 		t.Fatal(err)

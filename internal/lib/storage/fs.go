@@ -218,7 +218,7 @@ func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	var out []fs.DirEntry
 	var err error
 	if f.st.b != nil {
-		out, err = f.list(name)
+		out, err = f.list(name, "")
 	} else {
 		out, err = f.walk(name)
 	}
@@ -232,13 +232,14 @@ func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return out, nil
 }
 
-// list lists a folder with the bucket's delimited listing.
-func (f *FS) list(name string) ([]fs.DirEntry, error) {
+// list lists a folder with the bucket's delimited listing (from after,
+// when the store can; see listDir).
+func (f *FS) list(name, after string) ([]fs.DirEntry, error) {
 	prefix := f.prefix
 	if name != "." {
 		prefix = f.key(name) + "/"
 	}
-	objs, err := f.listDir(f.ctx, prefix)
+	objs, err := f.listDir(f.ctx, prefix, after)
 	if err != nil {
 		return nil, f.fail("readdir", name, err)
 	}

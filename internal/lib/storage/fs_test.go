@@ -77,6 +77,15 @@ func TestFSOverMoto(t *testing.T) {
 		t.Errorf("listing t/_delta_log made the requests %q, want one delimited listing", got)
 	}
 
+	// A listing after a name starts after its key: S3's start-after.
+	before = requests(m, bucket)
+	testReadDirAfter(t, fsys)
+	got := newRequests(t, m, bucket, before, "lake/t/", 4)
+	if n := len(under(got, "&start-after=lake/t/_delta_log/0000")); len(got) != 4 || n != 3 {
+		t.Errorf("listing t/_delta_log after four names (one empty) made the requests %q, want four listings, "+
+			"three with start-after", got)
+	}
+
 	f, err := fsys.Open("t/part-0.parquet")
 	if err != nil {
 		t.Fatal(err)
@@ -312,5 +321,29 @@ func TestFSOverListableIO(t *testing.T) {
 	}
 	if err := empty.Check(ctx); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Check of a root with nothing under it: %v", err)
+	}
+}
+
+// testReadDirAfter checks ReadDirAfter on the _delta_log folder of the
+// table t of fsys, whose commits are versions 0 and 1.
+func testReadDirAfter(t *testing.T, fsys ReadDirAfterFS) {
+	t.Helper()
+	for _, tc := range []struct{ after, want string }{
+		{"", "00000000000000000000.json,00000000000000000001.json"},
+		{"00000000000000000000", "00000000000000000000.json,00000000000000000001.json"},
+		{"00000000000000000000.json", "00000000000000000001.json"},
+		{"00000000000000000001.json", ""},
+	} {
+		entries, err := fsys.ReadDirAfter("t/_delta_log", tc.after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if got := strings.Join(names, ","); got != tc.want {
+			t.Errorf("ReadDirAfter(t/_delta_log, %q) lists %q, want %q", tc.after, got, tc.want)
+		}
 	}
 }

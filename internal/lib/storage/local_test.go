@@ -130,3 +130,38 @@ func TestLocalFS(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestReadDirAfter lists a Delta log folder after a name on a Local and,
+// through the fallback of ReadDirAfter, on an fs.FS without the method.
+func TestReadDirAfter(t *testing.T) {
+	root := t.TempDir()
+	files := fstest.MapFS{}
+	for _, name := range []string{"00000000000000000001.json", "00000000000000000000.json"} {
+		p := filepath.Join(root, "t", "_delta_log", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files["t/_delta_log/"+name] = &fstest.MapFile{Data: []byte("{}")}
+	}
+	l, err := OpenLocal(root, root, LocalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testReadDirAfter(t, l)
+	testReadDirAfter(t, plainFS{files})
+	if _, err := l.ReadDirAfter("nope", ""); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadDirAfter of a missing folder: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// plainFS is an fs.FS that lists through ReadDirAfter's fallback.
+type plainFS struct{ fsys fs.FS }
+
+func (p plainFS) Open(name string) (fs.File, error) { return p.fsys.Open(name) }
+
+func (p plainFS) ReadDirAfter(name, after string) ([]fs.DirEntry, error) {
+	return ReadDirAfter(p.fsys, name, after)
+}
