@@ -550,6 +550,7 @@ clean:
 # (spark/ and e2e/spark_test.go; by hand, not in .ci/run yet).
 include mk/spark.mk
 include mk/paimon.mk
+include mk/iceberg-java.mk
 include mk/python-engines.mk
 
 # The Spark servers run on Java 17 or newer.
