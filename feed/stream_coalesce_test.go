@@ -115,6 +115,31 @@ func TestStreamCoalescesExpiredCommits(t *testing.T) {
 	}
 }
 
+// TestStreamCoalescesRolledBackSnapshot: a consumer whose acknowledged
+// snapshot a rollback left off the lineage, still readable, resumes with
+// the net changes from its state to the new head's.
+func TestStreamCoalescesRolledBackSnapshot(t *testing.T) {
+	h := newHistory(t, 3, 1) // ids 1, 2, 3
+	s := h.snapshots
+	tx := h.tbl.NewTransaction()
+	if err := tx.RollbackToSnapshot(s[0]); err != nil {
+		t.Skipf("rollback: %v", err)
+	}
+	tbl, err := tx.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.tbl = tbl
+	h.appendRows(t, []tablewrite.Row{{"id": 70}})
+	head := h.snapshots[len(h.snapshots)-1]
+	eng := feed.New(fixedTable{tableName, h.tbl}, feed.Options{})
+	ops, last, err := coalescedOps(t, eng, feed.StreamRequest{Request: feed.Request{Table: tableName},
+		Resume: &feed.Resume{Consumer: "c", Snapshot: s[2], CommitSeq: 3}}, s[2], head)
+	if err != nil || fmt.Sprint(ops) != "[delete 2 delete 3 insert 70]" || last != head {
+		t.Fatalf("changes %v, cursor %d, err %v; want [delete 2 delete 3 insert 70] at %d", ops, last, err, head)
+	}
+}
+
 // coalescedOps runs a stream to its end and returns its changes as sorted
 // "op id" strings (the image's id), checking that every change event is
 // the coalesced window from..to and the cursor of its last event.

@@ -14,7 +14,8 @@ const (
 	// ProtectTag: an Iceberg tag (catalog.ConsumerTag) on the snapshot.
 	ProtectTag = "tag"
 	// ProtectConsumerFile: a Paimon consumer file whose nextSnapshot is
-	// the one after the snapshot.
+	// the snapshot itself: a stream resumes from the acknowledged
+	// snapshot's lineage, which Paimon's expiry then keeps.
 	ProtectConsumerFile = "consumer-file"
 	// ProtectLagWatch: nothing can pin a Delta version; the consumer's lag
 	// is watched against the table's retention.
@@ -54,13 +55,13 @@ func (p *Protector) CheckWritable() error {
 // Protect pins a consumer's acknowledged snapshot of the table name and
 // returns how (ProtectTag, ProtectConsumerFile, ProtectLagWatch): an
 // Iceberg table's tag is moved onto it, a Paimon table's consumer file
-// names the next snapshot, a Delta table's lag is watched (see
+// names it, a Delta table's lag is watched (see
 // Retention).
 func (p *Protector) Protect(ctx context.Context, name, consumer string, snapshot int64) (string, error) {
 	t := p.tables
 	switch {
 	case t.paimon != nil && t.paimon.Has(name):
-		return ProtectConsumerFile, t.paimon.SetConsumer(ctx, name, consumer, snapshot+1)
+		return ProtectConsumerFile, t.paimon.SetConsumer(ctx, name, consumer, snapshot)
 	case t.delta != nil && t.delta.Has(name):
 		return ProtectLagWatch, nil
 	}
