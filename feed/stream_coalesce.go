@@ -73,9 +73,15 @@ func (e *Engine) planCoalesced(ctx context.Context, shape Request, tbl Table, fr
 	if p.routed {
 		return nil, fmt.Errorf("%w: table %s is served through its window backend", errNotCoalescible, p.Table)
 	}
-	if fromSchema, err := tbl.Schema(ctx, &fromSnap); err != nil {
+	fromSchema, err := tbl.Schema(ctx, &fromSnap)
+	if err != nil {
 		return nil, err
-	} else if got, err := changeSchema(fromSchema, p.wideNames()); err != nil || !imagesMatch(got, p.wide) {
+	}
+	got, err := changeSchema(fromSchema, p.wideNames())
+	if err == nil && p.Lineage {
+		got = withRowID(got)
+	}
+	if err != nil || !imagesMatch(got, p.wide) {
 		return nil, fmt.Errorf("%w: the schema of snapshot %d does not read as the current one's", errNotCoalescible,
 			from)
 	}
