@@ -67,8 +67,9 @@ func retentionLeft(t *testing.T, addr, consumer, retention string) (float64, boo
 // sluice_consumer_retention_left_seconds appears for both retentions and
 // falls, and the warning is logged once the lag passes 75% of the
 // retention, while the consumer's version is still readable. Then delta-rs
-// checkpoints, cleans the log up and vacuums; the consumer's next stream
-// is the resync event, then FAILED_PRECONDITION.
+// checkpoints, cleans the log up and vacuums (removing the data file the
+// delete rewrote); the consumer's next stream is the resync event, then
+// FAILED_PRECONDITION.
 func TestDeltaRetentionWatch(t *testing.T) {
 	python(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -125,6 +126,9 @@ func TestDeltaRetentionWatch(t *testing.T) {
 	t.Logf("delta-rs cleanup: %v", cleaned)
 	if log, _ := cleaned["log"].([]any); len(log) == 0 || log[0] == "00000000000000000000.json" {
 		t.Fatalf("cleanup_metadata left the log %v: want version 0's entry gone", cleaned["log"])
+	}
+	if files, _ := cleaned["vacuumed"].([]any); len(files) == 0 {
+		t.Fatalf("vacuum removed no file: %v", cleaned)
 	}
 
 	sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: table, Consumer: consumer, NoFollow: true})

@@ -9,10 +9,10 @@ watch (e2e/protect_delta_test.go).
 delta.deletedFileRetentionDuration of SECONDS seconds and commits versions
 0-3: an append of ids 1-3, an append of 4-6, a delete of id 2 (a file
 rewritten: one removed), an append of 7. "clean" commits an append of 8
-(version 4), writes a checkpoint there, then runs cleanup_metadata (log
-entries older than the log retention and before the checkpoint go) and
-vacuum of every removed file (retention 0, not enforced: the short
-retention is in seconds, vacuum's in hours).
+(version 4), writes a checkpoint there, runs cleanup_metadata (log entries
+older than the log retention and before the checkpoint go), then a full
+vacuum (every data file the table no longer references; retention 0, not
+enforced: the short retention is in seconds, vacuum's in hours).
 Both print JSON: the table's versions as delta-rs reads them (history), and
 for "clean" the log files and data files vacuum deleted.
 """
@@ -50,7 +50,9 @@ def clean(path):
     dt.create_checkpoint()
     before = log_files(path)
     dt.cleanup_metadata()
-    vacuumed = dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    # full: every file the table does not reference (the checkpoint has
+    # dropped the remove actions older than the retention).
+    vacuumed = dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
     return {"version": dt.version(), "log_before": before, "log": log_files(path), "vacuumed": vacuumed}
 
 
