@@ -377,8 +377,9 @@ check-wheel: $(TMP)/pybuild/.installed
 	cd $(WHEEL_DIR) && venv/bin/python $(CURDIR)/clients/python/tests/check_wheel.py $(VERSION)
 
 ## test-e2e: real flightd processes read by the Go and pyarrow clients (and replicas sharing a PostgreSQL; tables on moto's S3 behind Apache Iceberg's REST catalog server)
-test-e2e: venv postgresql chromium restcatalog fake-gcs-server azurite
-	SLUICE_PYTHON=$(PY) SLUICE_CHROMIUM=$$($(chromium_path)) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) $(EMULATORS_ENV) $(GO) test -count=1 -timeout 20m ./e2e/...
+test-e2e: venv postgresql chromium restcatalog fake-gcs-server azurite paimon-java
+	SLUICE_PYTHON=$(PY) SLUICE_CHROMIUM=$$($(chromium_path)) SLUICE_REST_CLASSPATH=$$(cat $(REST_CLASSPATH)) \
+		SLUICE_PAIMON_JAVA_CLASSPATH=$$(cat $(PAIMON_JAVA_CLASSPATH)) $(EMULATORS_ENV) $(GO) test -count=1 -timeout 20m ./e2e/...
 
 ## bench: the benchmarks: workloads, every arm and peer in one run, docs/BENCHMARKS.md and docs/bench-scale.svg (RUNS, SCALE_ROWS, FULLDIFF_MAX_ROWS, PEER_ROWS, MEM_ROWS; not part of test)
 # The scale and bounded-memory tables are kept in .tmp/bench and reused by
@@ -551,6 +552,7 @@ clean:
 # (spark/ and e2e/spark_test.go; by hand, not in .ci/run yet).
 include mk/spark.mk
 include mk/paimon.mk
+include mk/iceberg-java.mk
 include mk/python-engines.mk
 
 # The Spark servers run on Java 17 or newer.

@@ -1,7 +1,7 @@
 package feed_test
 
 // Fixture tests: real Iceberg tables written by other engines (Spark with
-// Iceberg's Spark runtime, pyiceberg), committed under testdata/fixtures
+// Iceberg's Spark runtime, pyiceberg, Iceberg's Java library), committed under testdata/fixtures
 // with the table state at every snapshot as the writing engine itself reads
 // it (EXPECTED.json), and for the copy-on-write Spark table also Spark's own
 // changelog view. The generators and how to rerun them are in
@@ -35,7 +35,7 @@ import (
 var fxNames = []string{
 	"spark_mor_v2", "spark_dv_v3", "spark_cow_v2", "pyiceberg_v2", "pyiceberg_v011",
 	"pyiceberg_expired", "spark_expired_v2", "spark_mor_noop_v2", "spark_mor_noop_v3",
-	"spark_lineage_v3", "spark_lineage_upgrade",
+	"spark_lineage_v3", "spark_lineage_upgrade", "java_eqdelete_v3", "java_eqdelete_noid_v3", "java_eqdelete_upgrade",
 }
 
 // TestFixtures checks the feed of every fixture against the writing

@@ -91,6 +91,10 @@ type StreamEvent struct {
 	StatePlan *StatePlan
 	// Gap, on StreamGap, describes the gap.
 	Gap *Gap
+	// Coalesced, on the StreamChanges events of a coalesced window (see
+	// StrategyCoalesced), says from which snapshot the changes run and why
+	// the commits between were coalesced; nil on others.
+	Coalesced *Coalesced
 }
 
 // errStopped ends a stream whose consumer stopped taking events.
@@ -258,8 +262,10 @@ func (s *streamer) run(ctx context.Context) error {
 			if pos, err = s.gap(ctx, s.cursor, err); err != nil {
 				return err
 			}
-			if err := s.streamState(ctx, *pos.state); err != nil {
-				return err
+			if pos.state != nil {
+				if err := s.streamState(ctx, *pos.state); err != nil {
+					return err
+				}
 			}
 			continue
 		}

@@ -65,16 +65,27 @@ func (s *streamer) lostAt() *int64 {
 }
 
 // gap handles a stream that cannot go on from where it stands (cause wraps
-// ErrResyncRequired; any other error is returned as it is): it yields a
-// StreamGap event, a 0-row batch, and then with OnGapResync returns the
-// position of the current snapshot's full state, from which the stream
-// goes on; else it returns cause, which ends the stream. Never a silent
-// skip.
+// ErrResyncRequired; any other error is returned as it is). When the
+// snapshot it stands at is still readable though the commits after it
+// expired (a protected consumer's tag keeps it), the changes since are
+// still known as a whole: it streams them as one coalesced window (see
+// StrategyCoalesced) and returns the position after the current snapshot.
+// Else it yields a StreamGap event, a 0-row batch, and then with
+// OnGapResync returns the position of the current snapshot's full state,
+// from which the stream goes on; else it returns cause, which ends the
+// stream. Never a silent skip.
 func (s *streamer) gap(ctx context.Context, lost *int64, cause error) (position, error) {
 	if !errors.Is(cause, ErrResyncRequired) {
 		return position{}, cause
 	}
 	hist := s.cur.history()
+	if ok, err := s.coalesce(ctx, lost, hist); err != nil || ok {
+		if err != nil {
+			return position{}, err
+		}
+		cur := &hist.Snapshots[len(hist.Snapshots)-1]
+		return position{from: &cur.ID, current: cur, at: *cur, how: s.how}, nil
+	}
 	g := newGap(hist, lost, cause)
 	if s.how == "" {
 		s.how = "a gap: " + onGapName(s.req.OnGap)

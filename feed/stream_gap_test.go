@@ -113,7 +113,7 @@ func TestStreamGapResync(t *testing.T) {
 }
 
 // TestStreamGapMidStream: a follow stream whose cursor leaves the lineage
-// under it yields the gap event, then with on_gap resync the new current
+// under it, and expires, yields the gap event, then with on_gap resync the new current
 // state, and follows on.
 func TestStreamGapMidStream(t *testing.T) {
 	h := newHistory(t, 3, 1)
@@ -126,8 +126,9 @@ func TestStreamGapMidStream(t *testing.T) {
 		func(s streamed) bool {
 			last := s.kinds[len(s.kinds)-1]
 			if last == feed.StreamHeartbeat && !rolled {
-				// Roll the table back to its first snapshot, then commit
-				// again: the stream's cursor is off the new lineage.
+				// Roll the table back to its first snapshot, commit
+				// again and expire the rest: the stream's cursor is off
+				// the new lineage, and gone.
 				tx := h.tbl.NewTransaction()
 				if err := tx.RollbackToSnapshot(h.snapshots[0]); err != nil {
 					t.Skipf("rollback: %v", err)
@@ -138,6 +139,9 @@ func TestStreamGapMidStream(t *testing.T) {
 				}
 				h.tbl = tbl
 				h.appendRows(t, []map[string]any{{"id": 70}})
+				// Expire the rolled-back snapshots: one that stayed
+				// readable would be coalesced (stream_coalesce_test.go).
+				h.tbl = h.expireOldest(t, 1)
 				tables.tbl.Store(h.tbl)
 				rolled = true
 			}

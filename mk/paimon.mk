@@ -37,3 +37,15 @@ paimon-fixtures: paimon-venv
 	$(MVN) -q -B -Dmaven.repo.local=$(PAIMON_M2) -f $(PAIMON_GEN)/java/pom.xml compile exec:java \
 		-Dexec.args=$(CURDIR)/$(PAIMON_OUT)
 	rm -rf $(PAIMON_GEN)/__pycache__
+
+## paimon-java: the classpath of Paimon's Java core (paimon-bundle, jars from Maven Central into .tmp/m2) with the classes of testdata/paimon/gen/java, for e2e/protect_paimon_test.go (Paimon's own expiry)
+PAIMON_JAVA_CLASSPATH := $(TMP)/paimon-java/classpath
+.PHONY: paimon-java
+paimon-java: $(PAIMON_JAVA_CLASSPATH)
+$(PAIMON_JAVA_CLASSPATH): $(PAIMON_GEN)/java/pom.xml $(wildcard $(PAIMON_GEN)/java/src/main/java/sluice/*.java)
+	@mkdir -p $(dir $@)classes
+	$(MVN) -B -q -f $(PAIMON_GEN)/java/pom.xml -Dmaven.repo.local=$(PAIMON_M2) dependency:build-classpath \
+		-Dmdep.outputFile=$@.deps
+	javac -nowarn -cp "$$(cat $@.deps)" -d $(dir $@)classes $(PAIMON_GEN)/java/src/main/java/sluice/*.java
+	echo "$(dir $@)classes:$$(cat $@.deps)" > $@.tmp
+	mv $@.tmp $@

@@ -15,7 +15,8 @@ const (
 	// ProtectTag: an Iceberg tag (catalog.ConsumerTag) on the snapshot.
 	ProtectTag = "tag"
 	// ProtectConsumerFile: a Paimon consumer file whose nextSnapshot is
-	// the one after the snapshot.
+	// the snapshot itself: a stream resumes from the acknowledged
+	// snapshot's lineage, which Paimon's expiry then keeps.
 	ProtectConsumerFile = "consumer-file"
 	// ProtectLagWatch: nothing can pin a Delta version; the consumer's lag
 	// is watched against the table's retention.
@@ -56,15 +57,15 @@ func (p *Protector) CheckWritable() error {
 // name's branch or tag ref (the zero Ref: the main branch) and returns how
 // (ProtectTag, ProtectConsumerFile, ProtectLagWatch): an Iceberg table's
 // tag (catalog.ConsumerTagOn) is moved onto it, a Paimon table's consumer
-// file names the next snapshot (in the branch's consumer folder for a
-// branch), a Delta table's lag is watched (see Retention).
+// file names it (in the branch's consumer folder for a branch), a Delta
+// table's lag is watched (see Retention).
 func (p *Protector) Protect(ctx context.Context, name, consumer string, ref lake.Ref, snapshot int64) (string,
 	error) {
 	t := p.tables
 	switch {
 	case t.paimon != nil && t.paimon.Has(name):
 		branch, id := paimonConsumer(consumer, ref)
-		return ProtectConsumerFile, t.paimon.SetConsumer(ctx, name, branch, id, snapshot+1)
+		return ProtectConsumerFile, t.paimon.SetConsumer(ctx, name, branch, id, snapshot)
 	case t.delta != nil && t.delta.Has(name):
 		if ref.Name != "" {
 			return "", fmt.Errorf("%w: %s: a Delta table has no branches or tags (ref %q)", lake.ErrNoRefs, name,

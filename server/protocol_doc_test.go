@@ -403,14 +403,18 @@ func TestProtocolDocAppMetadata(t *testing.T) {
 	rec := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 0)
 	defer rec.Release()
 	b := feed.Batch{Record: rec, Snapshot: feed.Snapshot{ID: 5, CommitSeq: 2, TimestampMs: 9}, SnapshotComplete: true}
-	kinds := map[string][]int{"every batch": {kindChanges, kindState, kindHeartbeat, kindGap},
-		"full-state batches": {kindState}, "heartbeats": {kindHeartbeat}, "a gap": {kindGap}}
+	kinds := map[string][]int{"every batch": {kindChanges, kindState, kindHeartbeat, kindGap, kindCoalesced},
+		"full-state batches": {kindState}, "heartbeats": {kindHeartbeat}, "a gap": {kindGap},
+		"coalesced windows": {kindCoalesced}}
 	sent := map[int]map[string]any{}
 	for _, kind := range kinds["every batch"] {
 		m := map[string]any{}
 		meta := appMetadata(b, kind)
-		if kind == kindGap {
+		switch kind {
+		case kindGap:
 			meta = gapMetadata(b, feed.Gap{Lost: 5, Earliest: 7, Current: 9})
+		case kindCoalesced:
+			meta = coalescedMetadata(b, feed.Coalesced{From: 3, To: 5})
 		}
 		if err := json.Unmarshal(meta, &m); err != nil {
 			t.Fatal(err)

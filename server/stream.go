@@ -40,6 +40,7 @@ func (s *Server) serveStream(ctx context.Context, r *request, stream flight.Data
 		}
 	}()
 	var snapshots, heartbeats int64
+	coalescedTo := feed.NoSnapshot // the coalesced window last logged
 	serve := func(ctx context.Context) error {
 		for ev, err := range s.engine.Stream(ctx, sr) {
 			if err != nil {
@@ -81,6 +82,20 @@ func (s *Server) serveStream(ctx context.Context, r *request, stream flight.Data
 			}
 			if ev.Batch.SnapshotComplete {
 				snapshots++
+			}
+			if c := ev.Coalesced; c != nil {
+				if c.To != coalescedTo {
+					coalescedTo = c.To
+					s.log.WarnContext(ctx, "stream: the commits after the consumer's snapshot are gone; "+
+						"their changes are coalesced into one window", "table", clipName(table), "consumer", r.consumer,
+						"from", c.From, "to", c.To)
+				}
+				err := w.writeCoalesced(ev.Batch, *c)
+				ev.Batch.Record.Release()
+				if err != nil {
+					return err
+				}
+				continue
 			}
 			err := w.write(ev.Batch, kind)
 			ev.Batch.Record.Release()

@@ -138,12 +138,38 @@ const (
 	// ("resync": true, with the earliest and current snapshots; see
 	// gapMetadata).
 	kindGap
+	// kindCoalesced: the changes of a coalesced window, whose commits
+	// between its start and its snapshot are gone ("coalesced_from"; see
+	// coalescedMetadata).
+	kindCoalesced
 )
 
 // write sends one batch of the given kind with its app_metadata. It does
 // not release the batch.
 func (bw *batchWriter) write(b feed.Batch, kind int) error {
-	bw.pw.appMeta = appMetadata(b, kind)
+	return bw.writeWith(b, appMetadata(b, kind))
+}
+
+// writeCoalesced sends one batch of a coalesced window (see
+// feed.StrategyCoalesced): its app_metadata is a change batch's with
+// "coalesced_from", the snapshot whose state the changes run from (the
+// commits between it and the batch's snapshot are gone). It does not
+// release the batch.
+func (bw *batchWriter) writeCoalesced(b feed.Batch, c feed.Coalesced) error {
+	return bw.writeWith(b, coalescedMetadata(b, c))
+}
+
+// coalescedMetadata renders the app_metadata of a coalesced window's batch.
+func coalescedMetadata(b feed.Batch, c feed.Coalesced) []byte {
+	meta := appMetadata(b, kindCoalesced)
+	meta = append(meta[:len(meta)-1], `,"coalesced_from":`...)
+	meta = strconv.AppendInt(meta, c.From, 10)
+	return append(meta, '}')
+}
+
+// writeWith sends one batch with the app_metadata meta.
+func (bw *batchWriter) writeWith(b feed.Batch, meta []byte) error {
+	bw.pw.appMeta = meta
 	defer func() { bw.pw.appMeta = nil }()
 	before := bw.pw.bytes
 	err := bw.w.Write(b.Record)

@@ -107,6 +107,12 @@ type BatchMeta struct {
 	// stream can start from now; CurrentSnapshot the table's current one.
 	EarliestSnapshot int64
 	CurrentSnapshot  int64
+	// Coalesced is true on the batches of a coalesced window: the commits
+	// after CoalescedFrom, where the stream stood, are gone while that
+	// snapshot stayed readable (a protected consumer's tag), so the batches
+	// hold the net changes from its state to the state at Snapshot.
+	Coalesced     bool
+	CoalescedFrom int64
 }
 
 // ChangeBatch is one record batch of change rows, all made by one
@@ -381,6 +387,7 @@ type wireMeta struct {
 	Resync           bool   `json:"resync"`
 	EarliestSnapshot int64  `json:"earliest_snapshot"`
 	CurrentSnapshot  int64  `json:"current_snapshot"`
+	CoalescedFrom    *int64 `json:"coalesced_from"`
 }
 
 // parseMeta parses a batch's app_metadata and checks it against the
@@ -399,7 +406,11 @@ func parseMeta(b []byte, rows int64) (BatchMeta, error) {
 	if w.Rows != nil && *w.Rows != rows {
 		return BatchMeta{}, protocolError("app_metadata %q announces %d rows, but the batch has %d", b, *w.Rows, rows)
 	}
-	return BatchMeta{Snapshot: *w.Snapshot, CommitSeq: *w.CommitSeq, SnapshotComplete: *w.SnapshotComplete,
+	m := BatchMeta{Snapshot: *w.Snapshot, CommitSeq: *w.CommitSeq, SnapshotComplete: *w.SnapshotComplete,
 		TimestampMs: w.TimestampMs, Rows: rows, Heartbeat: w.Heartbeat, FullState: w.FullState,
-		Resync: w.Resync, EarliestSnapshot: w.EarliestSnapshot, CurrentSnapshot: w.CurrentSnapshot}, nil
+		Resync: w.Resync, EarliestSnapshot: w.EarliestSnapshot, CurrentSnapshot: w.CurrentSnapshot}
+	if w.CoalescedFrom != nil {
+		m.Coalesced, m.CoalescedFrom = true, *w.CoalescedFrom
+	}
+	return m, nil
 }

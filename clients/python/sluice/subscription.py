@@ -159,6 +159,14 @@ class FollowBatch:
         return self.metadata.get("current_snapshot")
 
     @property
+    def coalesced_from(self) -> Optional[int]:
+        """On the batches of a coalesced window: the snapshot the stream
+        stood at. The commits after it are gone while it stayed readable
+        (a protected consumer's tag), so the batch holds net changes from
+        its state to the state at :attr:`snapshot`. None on other batches."""
+        return self.metadata.get("coalesced_from")
+
+    @property
     def num_rows(self) -> int:
         """The number of change rows in the batch."""
         return self.batch.num_rows
