@@ -1,6 +1,11 @@
 package feed
 
-import "github.com/apache/arrow-go/v18/arrow"
+import (
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
 
 // This file is the fast path of the carry-over check (cancelCarryOver): a
 // copy-on-write rewrite keeps most rows of the file it replaces, and its
@@ -163,11 +168,17 @@ func (a *aligner) keep() [][]bool {
 	return out
 }
 
-// hintIndex finds base rows by the hash of their hint column, indexing
-// them on first use (a rewrite in kept order never needs it) and the rows
+// hintIndex finds base rows by their hint column: by binary search while
+// the base rows' hints are integers in order without a null (a file
+// written in the order of its ids), else by the hint's hash, indexing the
+// rows on first use (a rewrite in kept order never needs it) and the rows
 // added since on later ones.
 type hintIndex struct {
-	hint    int
+	hint int
+	// ordered counts the base rows whose hints are checked to be integers
+	// in order, -1 once one is not; last is the last one's hint.
+	ordered int
+	last    int64
 	rh      rowHasher
 	head    map[uint64]int32 // hash to the last base row of it
 	next    []int32          // the base row of the same hash before, -1: none
@@ -181,6 +192,23 @@ type hintIndex struct {
 // -1.
 func (x *hintIndex) find(base []arrow.RecordBatch, refs []rowRef, batches []arrow.RecordBatch, ref rowRef,
 	claimed []bool, matches func(d, i rowRef) bool) int32 {
+	if x.inOrder(base, refs) {
+		v, ok := intHint(batches[ref.b].Column(x.hint), int(ref.r))
+		if !ok {
+			return -1 // a null: no base row has one
+		}
+		hintAt := func(i int) int64 {
+			h, _ := intHint(base[refs[i].b].Column(x.hint), int(refs[i].r))
+			return h
+		}
+		lo := sort.Search(len(refs), func(i int) bool { return hintAt(i) >= v })
+		for q, n := lo, 0; q < len(refs) && n < alignChain && hintAt(q) == v; q, n = q+1, n+1 {
+			if !claimed[q] && matches(refs[q], ref) {
+				return int32(q)
+			}
+		}
+		return -1
+	}
 	x.build(base, refs)
 	h := x.rh.hashRows(batches[ref.b], []int{x.hint}, []int32{ref.r})[0]
 	c, ok := x.head[h]
@@ -194,6 +222,40 @@ func (x *hintIndex) find(base []arrow.RecordBatch, refs []rowRef, batches []arro
 		}
 	}
 	return found
+}
+
+// inOrder reports whether the hints of the base rows are integers in
+// order, without a null, checking the rows added since it last did.
+func (x *hintIndex) inOrder(base []arrow.RecordBatch, refs []rowRef) bool {
+	for ; x.ordered >= 0 && x.ordered < len(refs); x.ordered++ {
+		ref := refs[x.ordered]
+		v, ok := intHint(base[ref.b].Column(x.hint), int(ref.r))
+		if !ok || x.ordered > 0 && v < x.last {
+			x.ordered = -1
+			return false
+		}
+		x.last = v
+	}
+	return x.ordered >= 0
+}
+
+// intHint returns the value of row r of an integer column (int64, int32,
+// timestamp, date) as an int64; ok is false for a null or another type.
+func intHint(col arrow.Array, r int) (v int64, ok bool) {
+	if col.IsNull(r) {
+		return 0, false
+	}
+	switch a := col.(type) {
+	case *array.Int64:
+		return a.Value(r), true
+	case *array.Int32:
+		return int64(a.Value(r)), true
+	case *array.Timestamp:
+		return int64(a.Value(r)), true
+	case *array.Date32:
+		return int64(a.Value(r)), true
+	}
+	return 0, false
 }
 
 // build indexes the base rows not yet indexed: it hashes their hint column
