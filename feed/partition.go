@@ -141,13 +141,20 @@ func (p *partitioner) filterHeld(side int, keep [][]bool) error {
 	if p.runs != nil {
 		return nil
 	}
-	held, hashes := p.held[side][:0], p.hashes[side][:0]
-	for b, rec := range p.held[side] {
-		h := p.hashes[side][b]
+	all, allHashes := p.held[side], p.hashes[side]
+	held, hashes := all[:0], allHashes[:0] // compacted in place
+	done := func(rest int) {
+		held, hashes = append(held, all[rest:]...), append(hashes, allHashes[rest:]...)
+		clear(all[len(held):])
+		p.held[side], p.hashes[side] = held, hashes
+	}
+	for b, rec := range all {
+		h := allHashes[b]
 		if b < len(keep) && keep[b] != nil {
 			mask := keep[b]
 			sel, err := lake.SelectRows(p.ctx, p.mem, rec, func(r int) bool { return mask[r] })
 			if err != nil {
+				done(b) // the batches not filtered stay whole
 				return err
 			}
 			freed := recordSize(rec) + int64(8*len(h))
@@ -162,7 +169,11 @@ func (p *partitioner) filterHeld(side int, keep [][]bool) error {
 			if rec != nil {
 				freed -= recordSize(rec) + int64(8*len(h))
 			}
-			p.lease.shrink(freed)
+			if freed >= 0 {
+				p.lease.shrink(freed)
+			} else {
+				p.lease.force(-freed) // the selection's buffers may be the larger
+			}
 			p.bytes -= freed
 			if rec == nil {
 				continue
@@ -170,8 +181,7 @@ func (p *partitioner) filterHeld(side int, keep [][]bool) error {
 		}
 		held, hashes = append(held, rec), append(hashes, h)
 	}
-	clear(p.held[side][len(held):])
-	p.held[side], p.hashes[side] = held, hashes
+	done(len(all))
 	return nil
 }
 
