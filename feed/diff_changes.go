@@ -56,13 +56,22 @@ func (d *diffReader) changes(ctx context.Context, asm *assembler, p *Plan, sp Sn
 	}()
 	rh := newRowHasher()
 	var hashCols []int
+	var pre *preCancel
+	hash := func(rec arrow.RecordBatch) []uint64 { return rh.hashes(rec, hashCols) }
 	err := d.eachFile(ctx, sp, whole, func(side int, rec arrow.RecordBatch) error {
 		if part == nil {
 			part = newPartitioner(ctx, d.mem, d.spill, l, 0, rec.Schema(), rec.Schema())
 			hashCols = partitionColumns(rec.Schema(), pairingKey(p, sp), sp.lineage)
+			pre = newPreCancel(ctx, d.mem, part, rec.Schema(), sp, pairingKey(p, sp))
 		}
-		return part.add(side, rec, rh.hashes(rec, hashCols))
+		if pre != nil {
+			return pre.add(side, rec, hash)
+		}
+		return part.add(side, rec, hash(rec))
 	})
+	if err == nil && pre != nil {
+		err = pre.stop()
+	}
 	if err != nil || part == nil {
 		return err
 	}
@@ -226,7 +235,7 @@ func (d *diffReader) emitSet(ctx context.Context, asm *assembler, p *Plan, sp Sn
 		dels, ins = nil, nil
 	}
 	if sp.rewrites {
-		if dels, ins, err = cancelCarryOver(cs, dels, ins); err != nil {
+		if dels, ins, err = cancelCarryOver(cs, dels, ins, identityColumns(cs, pairingKey(p, sp))); err != nil {
 			return err
 		}
 	}
@@ -318,40 +327,49 @@ func keyHasNull(batches []arrow.RecordBatch, ref rowRef, cols []int) bool {
 // unchanged (a copy-on-write rewrite keeps the rows it did not change):
 // every inserted row equal, in every column, to a deleted row cancels one
 // such deleted row. It returns the remaining deleted and inserted rows.
-func cancelCarryOver(cs *changeSet, dels, ins []rowRef) ([]rowRef, []rowRef, error) {
+// identity holds the columns rows pair by, if any: the first is the fast
+// path's hint (alignCarryOver).
+func cancelCarryOver(cs *changeSet, dels, ins []rowRef, identity []int) ([]rowRef, []rowRef, error) {
 	if len(dels) == 0 || len(ins) == 0 {
 		return dels, ins, nil
 	}
 	// Lineage columns are no values: a writer that gives a kept row a new
 	// id re-writes it unchanged all the same.
-	cols := dataColumns(cs.dels[0].Schema())
+	s := cs.dels[0].Schema()
+	cols := dataColumns(s)
+	if _, _, lineage := lineageColumns(s); !lineage && len(cols) > 0 {
+		// Rows equal in every data column are then the same image, so which
+		// of equal deleted rows cancels is free: the fast path goes first.
+		// (With lineage columns the images carry row ids, and the general
+		// check's choice is kept.)
+		hint := cols[0]
+		if len(identity) > 0 && !lake.IsLineageColumn(s.Field(identity[0]).Name) {
+			hint = identity[0]
+		}
+		if dels, ins = alignCarryOver(cs, dels, ins, cols, hint); len(dels) == 0 || len(ins) == 0 {
+			return dels, ins, nil
+		}
+	}
 	// Deleted rows chained by hash, compared column by column on a match:
 	// no key is built for any row.
 	rh := newRowHasher()
-	delHash := make([][]uint64, len(cs.dels))
-	for b, rec := range cs.dels {
-		delHash[b] = rh.hashes(rec, cols)
-	}
+	delHash := hashRefs(rh, cs.dels, dels, cols)
 	next := make([]int32, len(dels))
 	head := make(map[uint64]int32, len(dels))
-	for i, ref := range dels {
-		h := delHash[ref.b][ref.r]
+	for i, h := range delHash {
 		prev, ok := head[h]
 		if !ok {
 			prev = -1
 		}
 		next[i], head[h] = prev, int32(i)
 	}
-	insHash := make([][]uint64, len(cs.ins))
-	for b, rec := range cs.ins {
-		insHash[b] = rh.hashes(rec, cols)
-	}
+	insHash := hashRefs(rh, cs.ins, ins, cols)
 	same := newRowComparer(cs.dels, cs.ins, cols)
 	cancelled := make([]bool, len(dels))
 	var keptIns []rowRef
-	for _, ref := range ins {
+	for k, ref := range ins {
 		match := int32(-1)
-		if c, ok := head[insHash[ref.b][ref.r]]; ok {
+		if c, ok := head[insHash[k]]; ok {
 			// The chain runs from the last deleted row to the first; cancel
 			// the first one still standing.
 			for ; c >= 0; c = next[c] {
@@ -374,6 +392,24 @@ func cancelCarryOver(cs *changeSet, dels, ins []rowRef) ([]rowRef, []rowRef, err
 		}
 	}
 	return keptDels, keptIns, nil
+}
+
+// hashRefs hashes the referenced rows (ordered by batch, then row) over
+// cols, one hash per ref: only the rows referenced are hashed.
+func hashRefs(rh rowHasher, batches []arrow.RecordBatch, list []rowRef, cols []int) []uint64 {
+	out := make([]uint64, 0, len(list))
+	for i := 0; i < len(list); {
+		b := list[i].b
+		var rows []int32
+		for ; i < len(list) && list[i].b == b; i++ {
+			rows = append(rows, list[i].r)
+		}
+		if len(rows) == int(batches[b].NumRows()) {
+			rows = nil // every row, in order
+		}
+		out = append(out, rh.hashRows(batches[b], cols, rows)...)
+	}
+	return out
 }
 
 // change is one output row: an op and the rows of its images (-1: none).

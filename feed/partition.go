@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
+	"github.com/sluicefeed/sluice/lake"
 )
 
 // Partitioning of spilled rows: each level splits by the next bits of the
@@ -44,6 +45,9 @@ type partitioner struct {
 	bytes  int64 // held by the batches in memory (within the lease)
 	// Spilled: runs[partition][side], nil while in memory.
 	runs [][]*runWriter
+	// beforeSpill, when set, runs before the rows held in memory go to
+	// disk (the carry-over's early cancelling drops what it cancelled).
+	beforeSpill func() error
 }
 
 func newPartitioner(ctx context.Context, mem memory.Allocator, spill *spillDir, l *lease, level int,
@@ -96,6 +100,11 @@ func (p *partitioner) spilled() bool { return p.runs != nil }
 // spillHeld writes the rows held in memory to the partition runs and frees
 // their memory.
 func (p *partitioner) spillHeld() error {
+	if p.beforeSpill != nil {
+		if err := p.beforeSpill(); err != nil {
+			return err
+		}
+	}
 	p.runs = make([][]*runWriter, partitionFanout)
 	for part := range p.runs {
 		p.runs[part] = make([]*runWriter, len(p.schemas))
@@ -113,6 +122,66 @@ func (p *partitioner) spillHeld() error {
 	}
 	p.lease.shrink(p.bytes)
 	p.bytes = 0
+	return nil
+}
+
+// heldBatches returns the batches of a side held in memory, in the order
+// added (none once spilled); they stay the partitioner's.
+func (p *partitioner) heldBatches(side int) []arrow.RecordBatch {
+	if p.runs != nil {
+		return nil
+	}
+	return p.held[side]
+}
+
+// filterHeld keeps, of each batch of side held in memory whose mask in keep
+// is set, the rows the mask keeps (and their hashes), and gives what it
+// frees back to the lease.
+func (p *partitioner) filterHeld(side int, keep [][]bool) error {
+	if p.runs != nil {
+		return nil
+	}
+	all, allHashes := p.held[side], p.hashes[side]
+	held, hashes := all[:0], allHashes[:0] // compacted in place
+	done := func(rest int) {
+		held, hashes = append(held, all[rest:]...), append(hashes, allHashes[rest:]...)
+		clear(all[len(held):])
+		p.held[side], p.hashes[side] = held, hashes
+	}
+	for b, rec := range all {
+		h := allHashes[b]
+		if b < len(keep) && keep[b] != nil {
+			mask := keep[b]
+			sel, err := lake.SelectRows(p.ctx, p.mem, rec, func(r int) bool { return mask[r] })
+			if err != nil {
+				done(b) // the batches not filtered stay whole
+				return err
+			}
+			freed := recordSize(rec) + int64(8*len(h))
+			rec.Release()
+			kept := h[:0] // in place: a row's hash moves only down
+			for r, v := range h {
+				if mask[r] {
+					kept = append(kept, v)
+				}
+			}
+			rec, h = sel, kept
+			if rec != nil {
+				freed -= recordSize(rec) + int64(8*len(h))
+			}
+			if freed >= 0 {
+				p.lease.shrink(freed)
+			} else {
+				p.lease.force(-freed) // the selection's buffers may be the larger
+			}
+			p.bytes -= freed
+			if rec == nil {
+				continue
+			}
+		}
+		held, hashes = append(held, rec), append(hashes, h)
+	}
+	done(len(all))
 	return nil
 }
 

@@ -27,7 +27,20 @@ func mix(h, v uint64) uint64 {
 // rows (valuesEqual in every column) hash equally: a null slot hashes as null, whatever
 // its buffer holds.
 func (rh rowHasher) hashes(rec arrow.RecordBatch, cols []int) []uint64 {
+	return rh.hashRows(rec, cols, nil)
+}
+
+// hashRows is hashes of the given rows of rec only (nil: every row), one
+// hash per entry of rows, in its order.
+func (rh rowHasher) hashRows(rec arrow.RecordBatch, cols []int, rows []int32) []uint64 {
 	n := int(rec.NumRows())
+	if rows != nil {
+		n = len(rows)
+	}
+	row := func(k int) int { return k }
+	if rows != nil {
+		row = func(k int) int { return int(rows[k]) }
+	}
 	out := make([]uint64, n)
 	for _, c := range cols {
 		arr := rec.Column(c)
@@ -71,16 +84,22 @@ func (rh rowHasher) hashes(rec arrow.RecordBatch, cols []int) []uint64 {
 			}
 		}
 		if arr.NullN() == 0 {
-			for i := range n {
-				out[i] = mix(out[i], value(i))
+			if rows == nil {
+				for i := range n {
+					out[i] = mix(out[i], value(i))
+				}
+				continue
+			}
+			for k := range n {
+				out[k] = mix(out[k], value(row(k)))
 			}
 			continue
 		}
-		for i := range n {
-			if arr.IsNull(i) {
-				out[i] = mix(out[i], 0x6e756c6c)
+		for k := range n {
+			if i := row(k); arr.IsNull(i) {
+				out[k] = mix(out[k], 0x6e756c6c)
 			} else {
-				out[i] = mix(out[i], value(i))
+				out[k] = mix(out[k], value(i))
 			}
 		}
 	}
