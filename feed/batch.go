@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/kernelctx"
 )
 
@@ -348,7 +349,10 @@ func (a *assembler) takeImages(ctx context.Context, images arrow.Array, rows []c
 // nullStruct builds an all-null struct array of n rows whose children hold
 // zeros and no validity bitmap: under a null struct a child's values do
 // not matter, and children without bitmaps cost the IPC writer neither a
-// bitmap allocation nor its bytes on the wire.
+// bitmap allocation nor its bytes on the wire. Its bitmap and its
+// children's values are the process's shared zero region
+// (arrowpool.Zeros), read-only, which no release frees: nothing writes to
+// an image, it is only sliced, gathered from and encoded.
 func nullStruct(mem memory.Allocator, st *arrow.StructType, n int) arrow.Array {
 	children := make([]arrow.ArrayData, st.NumFields())
 	for i, f := range st.Fields() {
@@ -359,24 +363,17 @@ func nullStruct(mem memory.Allocator, st *arrow.StructType, n int) arrow.Array {
 			c.Release()
 		}
 	}()
-	validity := memory.NewResizableBuffer(mem)
-	validity.Resize(int(bitutil.BytesForBits(int64(n))))
-	memory.Set(validity.Bytes(), 0)
-	defer validity.Release()
+	validity := arrowpool.Zeros(int(bitutil.BytesForBits(int64(n))))
 	data := array.NewData(st, n, []*memory.Buffer{validity}, children, n, 0)
 	defer data.Release()
 	return array.MakeFromData(data)
 }
 
 // zeroData returns n zero values of type dt without a validity bitmap,
-// where the layout allows (nested and other types fall back to nulls).
+// over the shared zero region, where the layout allows (nested and other
+// types fall back to nulls from mem).
 func zeroData(mem memory.Allocator, dt arrow.DataType, n int) arrow.ArrayData {
-	zeros := func(size int) *memory.Buffer {
-		b := memory.NewResizableBuffer(mem)
-		b.Resize(size)
-		memory.Set(b.Bytes(), 0)
-		return b
-	}
+	zeros := arrowpool.Zeros
 	switch t := dt.(type) {
 	case *arrow.BooleanType:
 		values := zeros(int(bitutil.BytesForBits(int64(n))))

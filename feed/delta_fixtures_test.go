@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
 )
 
@@ -72,7 +73,7 @@ func TestDeltaFixturesExpected(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := "delta." + filepath.Base(dir)
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng := feed.New(deltaTables{name: openDelta(t, dir, name)}, feed.Options{Allocator: mem, MaxBatchRows: 5})
 			for _, q := range exp.Queries {
@@ -140,7 +141,7 @@ func deltaRows(eng *feed.Engine, req feed.Request) ([]map[string]string, error) 
 // versions 3 to 5, then ends (no follow).
 func TestDeltaStreamFromTimestampBeforeHistory(t *testing.T) {
 	const name = "delta.checkpoint-cdf-table"
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(deltaTables{name: openDelta(t, filepath.Join(deltaFixtureDir, "checkpoint-cdf-table"), name)},
 		feed.Options{Allocator: mem})

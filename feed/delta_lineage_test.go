@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
 )
 
@@ -75,7 +76,7 @@ func TestDeltaRowTracking(t *testing.T) {
 	}
 	for _, budget := range []int64{0, 1} {
 		t.Run(fmt.Sprintf("budget_%d", budget), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng := feed.New(deltaTables{name: openDelta(t, dir, name)},
 				feed.Options{Allocator: mem, MaxBatchRows: 3, MemoryBudget: budget, SpillDir: t.TempDir()})

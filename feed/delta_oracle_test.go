@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/delta"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
 )
 
@@ -58,7 +59,7 @@ func TestDeltaOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := "delta." + filepath.Base(dir)
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			for _, budget := range []int64{0, 1} {
 				eng := feed.New(deltaTables{name: openDelta(t, dir, name)},
@@ -229,7 +230,7 @@ func deltaChanges(eng *feed.Engine, req feed.Request) ([]deltaChange, error) {
 			return row
 		}
 		for i := range int(rec.NumRows()) {
-			out = append(out, deltaChange{op: ops.Value(i), before: image(1, i), after: image(2, i)})
+			out = append(out, deltaChange{op: strings.Clone(ops.Value(i)), before: image(1, i), after: image(2, i)})
 		}
 		rec.Release()
 	}

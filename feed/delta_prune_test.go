@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // TestDeltaPushdown: a filter skips the added files that partition values
@@ -27,7 +28,7 @@ func TestDeltaPushdown(t *testing.T) {
 	for _, d := range dirs {
 		dir := filepath.Dir(d)
 		name := "delta." + filepath.Base(dir)
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		mem := memory.NewCheckedAllocator(arrowpool.Shared())
 		eng := feed.New(deltaTables{name: openDelta(t, dir, name)}, feed.Options{Allocator: mem})
 		snaps, err := eng.Snapshots(ctx, name)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // TestOrderChangesPairColumnNulls: a commit whose change data file holds
@@ -18,7 +20,7 @@ import (
 // included.
 func TestOrderChangesPairColumnNulls(t *testing.T) {
 	const pairColumn = "__sluice_update_pair" // format/delta's pair column
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: pairColumn, Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/paimon"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/paimonfx"
 )
 
@@ -28,7 +29,7 @@ func TestPaimonEarlyStopReleasesMemory(t *testing.T) {
 	}
 	for _, f := range fxs {
 		t.Run(f.DB+"."+f.Name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			name := "paimon." + f.DB + "." + f.Name
 			src, err := paimon.NewSource(context.Background(), os.DirFS(f.Dir), name, paimon.WithAllocator(mem))
@@ -46,7 +47,7 @@ func TestIcebergEarlyStopReleasesMemory(t *testing.T) {
 	for _, name := range fxNames {
 		t.Run(name, func(t *testing.T) {
 			fx := fxLoad(t, name)
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			checkEarlyStops(t, mem, fxTables{fx.name: fx.tbl}, fx.name)
 		})
@@ -63,7 +64,7 @@ func TestDeltaEarlyStopReleasesMemory(t *testing.T) {
 	for _, path := range dirs {
 		dir := filepath.Dir(path)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			name := "delta." + filepath.Base(dir)
 			checkEarlyStops(t, mem, deltaTables{name: openDelta(t, dir, name)}, name)

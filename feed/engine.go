@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // Tables is what the engine needs from a catalog: tables of any format by
@@ -45,7 +47,9 @@ const (
 // takes its default.
 type Options struct {
 	// Allocator allocates the Arrow memory of decoded and assembled batches.
-	// Default: memory.DefaultAllocator.
+	// Default: the process's pool of Arrow buffers (arrowpool.Shared), which
+	// gives the buffers of a released batch to the next: nothing may point
+	// into a batch's buffers once it is released (package arrowpool).
 	Allocator memory.Allocator
 	// MaxBatchBytes is the target size of a batch's buffers (both images
 	// included). Default DefaultMaxBatchBytes; at most HardMaxBatchBytes.
@@ -72,7 +76,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Allocator == nil {
-		o.Allocator = memory.DefaultAllocator
+		o.Allocator = arrowpool.Shared()
 	}
 	if o.MaxBatchBytes <= 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes

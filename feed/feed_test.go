@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
@@ -205,7 +206,7 @@ func sameChanges(t *testing.T, got, want []change) {
 
 func TestReadAppends(t *testing.T) {
 	h := newHistory(t, 4, 3)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(h.cat, feed.Options{Allocator: mem})
 
@@ -263,7 +264,7 @@ func TestReadFilter(t *testing.T) {
 
 func TestFilterMatchingNothingInASnapshot(t *testing.T) {
 	h := newHistory(t, 3, 4) // ids 1..12
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(h.cat, feed.Options{Allocator: mem})
 	// Only the last snapshot has ids above 8; the others stream a 0-row
@@ -408,7 +409,7 @@ func TestDeleteSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	del := tbl.CurrentSnapshot()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(h.cat, feed.Options{Allocator: mem})
 	last := h.snapshots[1]
@@ -427,7 +428,7 @@ func TestEarlyStopReleasesMemory(t *testing.T) {
 	// must end them all and release what they decoded.
 	leaks := goleak.IgnoreCurrent()
 	defer goleak.VerifyNone(t, leaks)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(h.cat, feed.Options{Allocator: mem, MaxBatchRows: 100})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -555,7 +556,7 @@ func TestMissingDataFileFailsTheStream(t *testing.T) {
 	if err := os.Remove(strings.TrimPrefix(victim, "file://")); err != nil {
 		t.Fatal(err)
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(h.cat, feed.Options{Allocator: mem})
 	p, err := eng.Plan(ctx, feed.Request{Table: tableName})
@@ -656,7 +657,7 @@ func TestTruncatedDataFileIsUnreadable(t *testing.T) {
 	if err := os.Truncate(victim, 100); err != nil {
 		t.Fatal(err)
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(h.cat, feed.Options{Allocator: mem})
 	p, err := eng.Plan(ctx, feed.Request{Table: tableName})

@@ -242,7 +242,7 @@ func (fx *fxFixture) readFeed(t *testing.T, eng *feed.Engine, req feed.Request, 
 			if snaps.IsNull(i) || snaps.Value(i) != b.Snapshot.ID {
 				t.Errorf("row of snapshot %s in a batch of snapshot %d", snaps.ValueStr(i), b.Snapshot.ID)
 			}
-			c := fxChange{op: ops.Value(i), snapshot: b.Snapshot.ID}
+			c := fxChange{op: strings.Clone(ops.Value(i)), snapshot: b.Snapshot.ID}
 			if !before.IsNull(i) {
 				c.before = fxImage(before, i)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // TestFixturesUnchangedRowsAreNoChange reads every fixture snapshot by
@@ -51,7 +52,7 @@ func TestFixturesUnchangedRowsAreNoChange(t *testing.T) {
 					if v.noIdentity {
 						fx = fxLoadWithoutIdentifierFields(t, name)
 					}
-					mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+					mem := memory.NewCheckedAllocator(arrowpool.Shared())
 					defer mem.AssertSize(t, 0)
 					eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 5})
 					snaps := fx.exp.Snapshots

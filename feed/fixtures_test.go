@@ -29,6 +29,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // fxNames are the fixtures under testdata/fixtures.
@@ -47,7 +48,7 @@ func TestFixtures(t *testing.T) {
 	for _, name := range fxNames {
 		t.Run(name, func(t *testing.T) {
 			fx := fxLoad(t, name)
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 5})
 			snaps := fx.exp.Snapshots

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/internal/testkit/deltafx"
 	"github.com/sluicefeed/sluice/internal/testkit/histgen"
@@ -118,7 +119,7 @@ func flatRows(t *testing.T, seq func(func(feed.Batch, error) bool), want *arrow.
 			if types.IsNull(i) || versions.IsNull(i) || ts.IsNull(i) {
 				t.Fatalf("row %d of a flat batch has a null commit column", i)
 			}
-			r := flatRow{change: types.Value(i), version: versions.Value(i), ts: int64(ts.Value(i))}
+			r := flatRow{change: strings.Clone(types.Value(i)), version: versions.Value(i), ts: int64(ts.Value(i))}
 			for j := range n {
 				r.values = append(r.values, cellValue(rec.Column(j), i))
 			}
@@ -199,7 +200,7 @@ func TestFlatLayoutMatchesRenderable(t *testing.T) {
 		t.Run(cfg.String(), func(t *testing.T) {
 			t.Parallel()
 			g := generate(t, 3, cfg)
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng := feed.New(g.Catalog, feed.Options{Allocator: mem, MaxBatchRows: 7})
 			spilling := feed.New(g.Catalog, feed.Options{Allocator: mem, MaxBatchRows: 7, MemoryBudget: 1,
@@ -275,7 +276,7 @@ func compareStates(t *testing.T, eng *feed.Engine, req feed.Request) {
 // with the flat schema on every event.
 func TestFlatLayoutStream(t *testing.T) {
 	g := generate(t, 5, histgen.Config{FormatVersion: 2, DeleteMode: table.WriteModeMergeOnRead, Commits: 8})
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(g.Catalog, feed.Options{Allocator: mem, MaxBatchRows: 5})
 	defer func() {
@@ -349,7 +350,7 @@ func TestFlatLayoutDeltaFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := "delta." + filepath.Base(dir)
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		mem := memory.NewCheckedAllocator(arrowpool.Shared())
 		eng := feed.New(deltaTables{name: openDelta(t, dir, name)}, feed.Options{Allocator: mem, MaxBatchRows: 5})
 		for _, q := range exp.Queries {
 			if q.ExpectError != nil {
@@ -412,7 +413,7 @@ func deltaFlatRows(eng *feed.Engine, req feed.Request) ([]map[string]string, err
 					row[f.Name] = time.UnixMicro(int64(rec.Column(j).(*array.Timestamp).Value(i))).UTC().
 						Format("2006-01-02T15:04:05.000")
 				case feed.ColChangeType:
-					row[f.Name] = rec.Column(j).(*array.String).Value(i)
+					row[f.Name] = strings.Clone(rec.Column(j).(*array.String).Value(i))
 				default:
 					row[f.Name] = deltafx.Value(rec.Column(j), i)
 				}
@@ -458,7 +459,7 @@ func TestFlatLayoutErrors(t *testing.T) {
 	if _, err := tablewrite.Append(ctx, tbl, []tablewrite.Row{{"id": 1, "_change_type": "mine"}}); err != nil {
 		t.Fatal(err)
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(cat, feed.Options{Allocator: mem})
 	req := feed.Request{Table: "shop.cdf", Layout: feed.LayoutFlat}

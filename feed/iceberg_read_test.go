@@ -25,6 +25,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
@@ -187,7 +188,7 @@ func TestCorruptDataFileEndsThatReadOnly(t *testing.T) {
 	}
 	bad := panickingCorruption(t, good)
 
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(fixedTable{tableName, tbl}, feed.Options{Allocator: mem, MaxBatchRows: 64})
 	for _, tc := range []struct {
@@ -460,7 +461,7 @@ func TestIcebergReadNameMapping(t *testing.T) {
 	want := jsonRows(t, []map[string]any{{"id": 1, "name": "a", "score": 1.5}, {"id": 2, "name": "b", "score": 2.5},
 		{"id": 3, "name": "c", "score": nil}})
 
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(fixedTable{tableName, tbl}, feed.Options{Allocator: mem})
 	_, got, _ := read(t, eng, feed.Request{Table: tableName})
@@ -587,7 +588,7 @@ func TestIcebergReadSchemaEvolution(t *testing.T) {
 		`{"d":"12.34","day":"2022-01-08","f":0.5,"id":1,"n":42,"opt":null,"small":7,"tag":"none"}`,
 		`{"d":"1234567.89","day":"2024-01-02","f":2.25,"id":2,"n":1,"opt":"o","small":1099511627776,"tag":"t"}`,
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(fixedTable{tableName, tbl}, feed.Options{Allocator: mem})
 	_, got, _ := read(t, eng, feed.Request{Table: tableName})
@@ -632,7 +633,7 @@ func TestIcebergReadPartialTasks(t *testing.T) {
 	if tbl, err = tablewrite.EqualityDelete(ctx, tbl, "id", keys, nil); err != nil {
 		t.Fatal(err)
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(fixedTable{tableName, tbl}, feed.Options{Allocator: mem, MaxBatchRows: 64})
 
@@ -739,7 +740,7 @@ func TestIcebergReadNestedColumns(t *testing.T) {
 		{"id": 4, "s": {"a": 1099511627776, "b": "z", "inner": {"x": 2.5}, "c": "new"}, "l": [1099511627776],
 		 "ls": [{"p": "b", "q": 2, "r": "rr"}], "m": [{"key": "k2", "value": null}], "mi": [{"key": "c", "value": 3}]}]`)
 
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(fixedTable{tableName, tbl}, feed.Options{Allocator: mem, MaxBatchRows: 2})
 	for _, id := range snaps {

@@ -29,6 +29,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // fxLineageNames are the fixtures with the writer's read of row lineage.
@@ -105,7 +106,7 @@ func TestFixturesRowLineage(t *testing.T) {
 // "lineage": true, in memory (budget 0) or spilling (a budget of one
 // byte), and checks its pairing by row id against the writer's reads.
 func (fx *fxFixture) checkRowLineage(t *testing.T, budget int64) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 5,
 		MemoryBudget: budget, SpillDir: t.TempDir()})
@@ -278,7 +279,7 @@ func TestFixturesRowLineageState(t *testing.T) {
 	for _, name := range fxLineageNames {
 		t.Run(name, func(t *testing.T) {
 			fx := fxLoad(t, name)
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 5})
 			for i, s := range fx.exp.Snapshots {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -265,7 +266,7 @@ func TestEngineOverInMemoryFormat(t *testing.T) {
 		{commit: commit(3), diffs: []memDiff{{file: a, before: []uint32{1}, absentAfter: true},
 			{file: b, absentBefore: true, after: []uint32{}}}, strategy: lake.StrategyRewrite},
 	}}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(memTables{tbl}, feed.Options{Allocator: mem})
 

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -97,7 +98,7 @@ func TestEngineRowLineageFallbacks(t *testing.T) {
 	for _, budget := range []int64{0, 1} {
 		for _, tc := range tests {
 			t.Run(fmt.Sprintf("%s/budget_%d", tc.name, budget), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				mem := memory.NewCheckedAllocator(arrowpool.Shared())
 				defer mem.AssertSize(t, 0)
 				eng := feed.New(memTables{tbl}, feed.Options{Allocator: mem, MemoryBudget: budget, SpillDir: t.TempDir()})
 				req := tc.req

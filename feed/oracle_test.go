@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
@@ -154,7 +155,7 @@ func applyFeed(t *testing.T, eng *feed.Engine, req feed.Request, st state) (stat
 		opCol := rec.Column(0).(*array.String)
 		before, after := rec.Column(1).(*array.Struct), rec.Column(2).(*array.Struct)
 		for i := range int(rec.NumRows()) {
-			op := opCol.Value(i)
+			op := strings.Clone(opCol.Value(i)) // kept past the batch
 			ops = append(ops, op)
 			if pendingAfter != (op == feed.OpUpdateAfter) {
 				t.Fatalf("snapshot %d: %s where an update_after must follow its update_before", b.Snapshot.ID, op)
@@ -252,7 +253,7 @@ func generate(t *testing.T, seed uint64, cfg histgen.Config) *histgen.History {
 
 func checkHistory(t *testing.T, seed uint64, cfg histgen.Config) {
 	g := generate(t, seed, cfg)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(g.Catalog, feed.Options{Allocator: mem, MaxBatchRows: 7})
 	// The same engine with a memory budget of one byte: every computation
@@ -460,7 +461,7 @@ func decodeFeed(t *testing.T, eng *feed.Engine, req feed.Request) []decoded {
 		ops := b.Record.Column(0).(*array.String)
 		before, after := b.Record.Column(1).(*array.Struct), b.Record.Column(2).(*array.Struct)
 		for i := range int(b.Record.NumRows()) {
-			d := decoded{op: ops.Value(i), snapshot: b.Snapshot.ID}
+			d := decoded{op: strings.Clone(ops.Value(i)), snapshot: b.Snapshot.ID}
 			if !before.IsNull(i) {
 				d.before, d.rowBefore = imageRow(before, i), imageValues(before, i)
 			}
@@ -490,9 +491,9 @@ func imageValues(img *array.Struct, i int) map[string]any {
 		case *array.Int32:
 			out[st.Field(f).Name] = int64(c.Value(i))
 		case *array.String:
-			out[st.Field(f).Name] = c.Value(i)
+			out[st.Field(f).Name] = strings.Clone(c.Value(i)) // kept past the batch
 		default:
-			out[st.Field(f).Name] = col.ValueStr(i)
+			out[st.Field(f).Name] = strings.Clone(col.ValueStr(i))
 		}
 	}
 	return out

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/paimon"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/paimonfx"
 	"github.com/sluicefeed/sluice/lake"
 )
@@ -118,7 +119,7 @@ func TestPaimonOracle(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fxs {
 		t.Run(f.DB+"."+f.Name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng, src, name := paimonEngine(t, f, mem, 5)
 			defer eng.Close()
@@ -182,7 +183,7 @@ func TestPaimonStreamOracle(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fxs {
 		t.Run(f.DB+"."+f.Name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng, src, name := paimonEngine(t, f, mem, 7)
 			defer eng.Close()
@@ -312,7 +313,7 @@ func TestPaimonFilterPushdown(t *testing.T) {
 		if f.DB+"."+f.Name != "py.append_log" {
 			continue
 		}
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		mem := memory.NewCheckedAllocator(arrowpool.Shared())
 		defer mem.AssertSize(t, 0)
 		eng, src, name := paimonEngine(t, f, mem, 0)
 		defer eng.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/format/paimon"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/paimonfx"
 	"github.com/sluicefeed/sluice/lake"
 )
@@ -128,7 +129,7 @@ func TestPaimonPrimaryKeyPruning(t *testing.T) {
 			continue // the aggregation table has no value column v
 		}
 		t.Run(f.DB+"."+f.Name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng, src, name := paimonEngine(t, f, mem, 7)
 			defer eng.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/internal/testkit/faultio"
 )
@@ -31,7 +32,7 @@ func TestPanicInAReadEndsThatReadOnly(t *testing.T) {
 	}
 	armed := &atomic.Bool{}
 	faulty := faultio.PanickingTable(tbl, armed)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	eng := feed.New(fixedTable{tableName, faulty}, feed.Options{Allocator: mem})
 	snaps := tbl.Metadata().Snapshots()
 	for _, tc := range []struct {

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // TestPartitionerKeepsEqualHashesTogether: whatever the budget, every row
@@ -23,7 +25,7 @@ func TestPartitionerKeepsEqualHashesTogether(t *testing.T) {
 		spills bool
 	}{{"in memory", 1 << 30, false}, {"spilled to the last level", 1, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			stats := &counters{}
 			dir := t.TempDir()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluicefeed/sluice/filter"
 	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/docmd"
 	"github.com/sluicefeed/sluice/lake"
 )
@@ -130,7 +131,7 @@ func TestProtocolDocFilterExamples(t *testing.T) {
 func TestProtocolDocThreeValuedLogic(t *testing.T) {
 	doc := readProtocolDoc(t)
 	schema := docSchema(t, doc)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 
 	values := map[string]json.RawMessage{}

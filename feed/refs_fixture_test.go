@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // fxLineage is the lineage of snapshot head by the writer's parent links,
@@ -52,7 +54,7 @@ func TestFixtureRefs(t *testing.T) {
 
 func checkFixtureRefs(t *testing.T, name, base string) {
 	fx := fxLoad(t, name)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 5})
 	ctx := context.Background()
@@ -213,7 +215,7 @@ func checkFixtureRefs(t *testing.T, name, base string) {
 			ops := rec.Column(0).(*array.String)
 			before, after := rec.Column(1).(*array.Struct), rec.Column(2).(*array.Struct)
 			for i := range int(rec.NumRows()) {
-				c := fxChange{op: ops.Value(i), snapshot: ev.Batch.Snapshot.ID}
+				c := fxChange{op: strings.Clone(ops.Value(i)), snapshot: ev.Batch.Snapshot.ID}
 				if !before.IsNull(i) {
 					c.before = fxImage(before, i)
 				}

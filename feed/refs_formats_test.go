@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/paimonfx"
 )
 
@@ -34,7 +35,7 @@ func TestPaimonTags(t *testing.T) {
 			continue
 		}
 		t.Run(f.DB+"."+f.Name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng, src, name := paimonEngine(t, f, mem, 5)
 			defer eng.Close()
@@ -156,7 +157,7 @@ func TestPaimonBranch(t *testing.T) {
 		want = append(want, s)
 	}
 	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng, src, name := paimonEngine(t, main, mem, 3)
 	defer eng.Close()

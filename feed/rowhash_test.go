@@ -8,12 +8,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // A null slot's buffer may hold anything (Spark's files hold leftovers):
 // rows equal but for that garbage must hash and compare equal.
 func TestRowHashIgnoresWhatNullSlotsHold(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	build := func(garbage int64, s string) arrow.RecordBatch {
 		ib := array.NewInt64Builder(mem)
@@ -52,7 +54,7 @@ func TestRowHashIgnoresWhatNullSlotsHold(t *testing.T) {
 // batches of every type it specializes (and one it does not), nulls, NaN,
 // -0 and repeated values included.
 func TestRowComparerAgreesWithRowsEqual(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "i64", Type: arrow.PrimitiveTypes.Int64, Nullable: true},

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
@@ -126,7 +127,7 @@ func TestSplitOracle(t *testing.T) {
 		for seed := range uint64(seedsPerConfig()) {
 			t.Run(fmt.Sprintf("%s/seed%d", cfg, seed), func(t *testing.T) {
 				g := generate(t, seed, cfg)
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				mem := memory.NewCheckedAllocator(arrowpool.Shared())
 				defer mem.AssertSize(t, 0)
 				eng := feed.New(g.Catalog, feed.Options{Allocator: mem, MaxBatchRows: 7})
 				defer eng.Close()
@@ -176,7 +177,7 @@ func TestSplitDeltaWritten(t *testing.T) {
 	for _, path := range dirs {
 		dir := filepath.Dir(path)
 		name := "delta." + filepath.Base(dir)
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		mem := memory.NewCheckedAllocator(arrowpool.Shared())
 		eng := feed.New(deltaTables{name: openDelta(t, dir, name)}, feed.Options{Allocator: mem, MaxBatchRows: 3})
 		snaps, err := eng.Snapshots(context.Background(), name)
 		if err != nil {

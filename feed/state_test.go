@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
@@ -23,7 +24,7 @@ func TestState(t *testing.T) {
 	} {
 		t.Run(cfg.String(), func(t *testing.T) {
 			h := generate(t, 7, cfg)
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng := feed.New(h.Catalog, feed.Options{Allocator: mem, MaxBatchRows: 16})
 			ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/testkit/histgen"
 )
 
@@ -110,7 +111,7 @@ func followOracle(t *testing.T, seed uint64, cfg histgen.Config, fold bool) {
 	g := generate(t, seed, cfg)
 	tables := &growingTable{versions: versionsOf(t, g)}
 	tables.revealed.Store(1)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(tables, feed.Options{Allocator: mem, MaxBatchRows: 7})
 	// schemaOf returns the Iceberg schema of a stream's change rows.

@@ -11,13 +11,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // A stream with YieldPlans yields its full state and windows as plans,
 // whose reads are the rows the stream yields without it, with the cursor
 // at each plan's end.
 func TestStreamYieldPlans(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	h := newHistory(t, 3, 2) // ids 1-2, 3-4, 5-6
 	eng := feed.New(h.cat, feed.Options{Allocator: mem})

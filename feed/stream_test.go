@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicefeed/sluice/feed"
 	icebergformat "github.com/sluicefeed/sluice/format/iceberg"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // fastFollow are quick polls and heartbeats for tests.
@@ -80,7 +81,7 @@ func ids(lo, hi int) []int64 {
 }
 
 func TestStreamStartModes(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	h := newHistory(t, 3, 2) // ids 1-2, 3-4, 5-6
 	eng := feed.New(h.cat, feed.Options{Allocator: mem})
@@ -170,7 +171,7 @@ func TestStreamRequestValidation(t *testing.T) {
 // TestStreamFollows follows a table: heartbeats at the cursor while it is
 // quiet, each new commit once it lands, and the cursor after each.
 func TestStreamFollows(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	h := newHistory(t, 1, 2)
 	eng := feed.New(h.cat, feed.Options{Allocator: mem})

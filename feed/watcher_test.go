@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
@@ -113,7 +114,7 @@ func followAll(ctx context.Context, eng *feed.Engine, n, want int, opts feed.Fol
 // cancel on the way disturb none of the others; once all have ended, the
 // watcher stops (no goroutine left, no more loads).
 func TestWatcherOneLoadPerInterval(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	h := newHistory(t, 1, 1)
 	leaks := goleak.IgnoreCurrent()

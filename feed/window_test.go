@@ -14,6 +14,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/filter"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
@@ -86,7 +87,7 @@ func (c routedCatalog) Load(ctx context.Context, name string) (feed.Table, error
 // refused (forced); the verdict is in the plan and the listing.
 func TestRoutedWindow(t *testing.T) {
 	h := newHistory(t, 4, 5)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	native := feed.New(h.cat, feed.Options{Allocator: mem})
 	backend := &nativeBackend{eng: native, mem: mem}
@@ -279,7 +280,7 @@ func TestRoutedFilterFoldNet(t *testing.T) {
 		{"id": 2, "country": "SE", "amount": 22.0, "created": "2024-02-02T10:00:00Z"}}); err != nil {
 		t.Fatal(err)
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	native := feed.New(h.cat, feed.Options{Allocator: mem})
 	verdict := feed.Verdict{Backend: feed.BackendSpark, Chosen: "spark_native", Reason: "CHANGES resolves"}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // source is a read a test shares through the cache: it yields batches of
@@ -83,7 +84,7 @@ func readAll(ctx context.Context, c *decodeCache, key string, src *source) ([][]
 }
 
 func newSource(t *testing.T, batches, rows int) *source {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	return &source{mem: mem, batches: batches, rows: rows}
 }

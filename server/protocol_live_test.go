@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/progress"
 )
@@ -59,7 +60,7 @@ func startDocServer(t *testing.T) *docServer {
 		d.snapshots = append(d.snapshots, tbl.CurrentSnapshot().SnapshotID)
 	}
 
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	store, err := progress.Open(ctx, filepath.Join(t.TempDir(), "consumers.db"))
 	if err != nil {
 		t.Fatal(err)

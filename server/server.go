@@ -15,6 +15,7 @@ import (
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/progress"
 )
 
@@ -33,7 +34,8 @@ type FollowOptions = feed.FollowOptions
 // Options configures a Server. The zero value is valid.
 type Options struct {
 	// Allocator allocates the memory of encoded batches. It should be the
-	// engine's allocator. Default: memory.DefaultAllocator.
+	// engine's allocator. Default: the process's pool of Arrow buffers
+	// (arrowpool.Shared), the engine's default.
 	Allocator memory.Allocator
 	// Logger receives one line per failed call. Default: slog.Default().
 	Logger *slog.Logger
@@ -115,7 +117,7 @@ type Server struct {
 // New returns a server over the engine.
 func New(engine *feed.Engine, opts Options) *Server {
 	if opts.Allocator == nil {
-		opts.Allocator = memory.DefaultAllocator
+		opts.Allocator = arrowpool.Shared()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

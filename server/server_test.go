@@ -27,6 +27,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 	"github.com/sluicefeed/sluice/progress"
 	"github.com/sluicefeed/sluice/server"
@@ -82,7 +83,7 @@ func startWith(t testing.TB, commits, rows, payloadBytes int, wrap func(feed.Tab
 		f.commit(t, c*rows, rows, payloadBytes)
 	}
 
-	f.mem = memory.NewCheckedAllocator(memory.NewGoAllocator())
+	f.mem = memory.NewCheckedAllocator(arrowpool.Shared())
 	var tables feed.Tables = cat
 	if wrap != nil {
 		tables = wrap(cat)

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -218,18 +219,20 @@ func (c structCol) strMap(name string, i int) map[string]string {
 	return out
 }
 
-// strAt returns the string at row i of a string or binary array.
+// strAt returns the string at row i of a string or binary array, a copy:
+// the actions it fills outlive the batch, whose buffers an allocator may
+// reuse (package arrowpool).
 func strAt(a arrow.Array, i int) (string, bool) {
 	if a == nil || a.IsNull(i) {
 		return "", false
 	}
 	switch a := a.(type) {
 	case *array.String:
-		return a.Value(i), true
+		return strings.Clone(a.Value(i)), true
 	case *array.LargeString:
-		return a.Value(i), true
+		return strings.Clone(a.Value(i)), true
 	case *array.StringView:
-		return a.Value(i), true
+		return strings.Clone(a.Value(i)), true
 	case *array.Binary:
 		return string(a.Value(i)), true
 	case *array.LargeBinary:

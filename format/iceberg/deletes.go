@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -154,7 +155,8 @@ func (x *deleteIndex) positionDeletes(ctx context.Context, df iceberg.DataFile, 
 			bm := byFile[paths(i)]
 			if bm == nil {
 				bm = roaring.New()
-				byFile[paths(i)] = bm
+				// The key outlives the batch, whose buffers may be reused.
+				byFile[strings.Clone(paths(i))] = bm
 			}
 			bm.Add(uint32(p))
 		}
@@ -294,9 +296,9 @@ func boundValue(arr arrow.Array, i int) any {
 		}
 		return int64(0)
 	case *array.String:
-		return a.Value(i)
+		return strings.Clone(a.Value(i)) // kept past the batch, whose buffers may be reused
 	case *array.LargeString:
-		return a.Value(i)
+		return strings.Clone(a.Value(i))
 	default:
 		return incomparable{}
 	}

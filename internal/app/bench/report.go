@@ -257,15 +257,11 @@ const notes = `
   byte through the kernel); allocation of fresh Arrow buffers 9% (Go's allocator clears each one, most
   of it page faults on memory the runtime just took back from the system) and the collector most of
   the rest; the encoder's copy of each batch body into its gRPC buffer under 3%. The raw arm pays the
-  decode and the allocation too, but neither the socket nor the encoding. A pool of Arrow buffers
-  shared by the engine and the server (buffers of a sent batch serve the next) cut flightd's CPU for
-  this read by about 12%, from 1.24× to 1.08–1.11× the raw decode's CPU (medians of 11 reads of this
-  window alternated with the raw decode, twice, by a throwaway loop not kept in the tree: indicative
-  only), but it is not in: arrow-go's ` + "`String.Value`" + ` returns a string over the array's
-  bytes, and the engine keeps some of those strings past their batch (the string values of equality
-  deletes, the file paths of position deletes, the Delta checkpoint's actions), which a pool would
-  hand to the next batch; with the Go allocator a kept string keeps its bytes alive. Copying those
-  strings first is the way to it (commit 6dedd3b has the pool, c9231b2 why it was reverted). For 2
+  decode and the allocation too, but neither the socket nor the encoding. Since 2026-12-07 the
+  engine and the server share a pool of Arrow buffers (internal/lib/arrowpool: the buffers of a
+  sent batch serve the next), which took the page faults and most of the collector out of this
+  profile (the values the engine keeps past a batch are copied first; the feed and server tests
+  run over a pool that poisons every freed buffer). For 2
   columns the decode is cheap (the raw arm's CPU column), so the per-row costs above that do not
   shrink with the columns (the ` + "`op`" + `, ` + "`snapshot`" + ` and ` + "`ts`" + ` columns, the null image, the socket)
   weigh more.
@@ -276,15 +272,25 @@ const notes = `
   rate. An append window is the case where pyiceberg needs nothing but a scan; the windows with
   deletes, updates or compactions, which pyiceberg cannot compute at all, are where Sluice is the
   only choice.
-- **The decode line (issue 24; the Decode line section).** flightd's CPU per row stays about twice
-  Arrow C++'s decode of the same files. A CPU profile of flightd serving the append window flat in a
-  loop (arrow-go v18.9, 12 reads, ` + "`" + `flightd --pprof` + "`" + `, 2026-12-07): zstd 28% of its samples
-  (klauspost's pure-Go decoder, where pyarrow links libzstd), byte arrays 24% (arrow-go's
-  ` + "`" + `PlainByteArrayDecoder` + "`" + ` fills a slice of ` + "`" + `[]byte` + "`" + ` headers, each store a write barrier while the
-  collector marks, then a ` + "`" + `BinaryBuilder` + "`" + ` copies every value), fresh zeroed Arrow buffers 11% and the
-  collector about 12% more, the gRPC writer 6%. zstd and byte arrays alone cost flightd about what
-  Arrow C++ spends on the whole read, so 1.2× needs arrow-go's decoder changed (PLAIN byte arrays
-  decoded straight into offsets and data, a libzstd codec) or the buffer pool above. The Delta files
+- **The decode line (issue 24; the Decode line section).** flightd's CPU per row stays well above
+  Arrow C++'s decode of the same files. With the pool of Arrow buffers (internal/lib/arrowpool) it
+  fell by about 11% at full width and 5% projected, and flightd's peak RSS with it (8 alternated
+  rounds of 3 reads of the 1M-row append window flat through the Go client, decode cache off, load
+  average 19–24, 2026-12-07; medians and ranges in ns of flightd CPU a row): full width 595
+  (530–627) before, 532 (443–547) after, against Arrow C++'s 292 (248–376), so **2.04× → 1.82×**
+  (target 1.2); 2 columns 122 (113–137) before, 115 (97–120) after, against 52 (48–75), so **2.36×
+  → 2.23×** (target 1.5); peak RSS about 248 → 228 MiB at full width, 190 → 134 MiB projected.
+  A CPU profile of flightd serving the append window flat in a loop with the pool (` + "`flightd --pprof`" + `, 20 s, 2026-12-07): zstd 27% of
+  its samples (klauspost's pure-Go decoder, where pyarrow links libzstd; its frame checksums
+  2.6%), byte arrays 18% (arrow-go's ` + "`PlainByteArrayDecoder`" + ` and the ` + "`BinaryBuilder`" + `
+  that copies every value), clearing reused buffers 10% (arrow-go's decoders and builders take a
+  buffer's fresh bytes to be zero, so the pool clears what it hands out), the gRPC writer and the
+  socket 8%, the collector under 2%. The collector's settings no longer matter: before the pool,
+  ` + "`--gc-percent`" + ` 100, 300 (the default), 600 and off cost 650, 600, 590 and 590 ns a row with
+  ` + "`--memory-limit-mib`" + ` 176, and a higher limit would pass the 256 MiB bound. zstd and byte
+  arrays alone cost flightd about what Arrow C++ spends on the whole read, so 1.2× needs
+  arrow-go's decoder changed (PLAIN byte arrays decoded straight into offsets and data) or a
+  native zstd, which the pure-Go release binaries do not link. The Delta files
   are snappy; there arrow-go v18.8's dictionary decoder regrew each dictionary on every batch (10%
   of the samples, in ` + "`" + `growslice` + "`" + `), which v18.9 fixes. Without the change data feed, the Delta
   window reads the MERGE's removed file and its rewrite whole (500,000 rows more than the feed's

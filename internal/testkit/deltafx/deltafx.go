@@ -323,5 +323,8 @@ func Value(a arrow.Array, i int) string {
 		}
 		return c.Value(i).ToTime(tt.Unit).UTC().Format("2006-01-02T15:04:05.000000Z")
 	}
-	return a.ValueStr(i)
+	// A copy: a string array's ValueStr is a string over its buffer, which
+	// an allocator that reuses buffers gives to the next batch once the
+	// caller releases this one (arrowpool).
+	return strings.Clone(a.ValueStr(i))
 }
