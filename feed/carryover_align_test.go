@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // carryRow is a row of the carry-over tests' schema; a nil pointer is a
@@ -203,7 +205,7 @@ func rewrite(rnd *rand.Rand, rows []carryRow, order string) []carryRow {
 // sizes, and with ids in order (found by binary search) or not (by hash):
 // duplicates, nulls, NaN, -0, "" and changed rows included.
 func TestCancelCarryOverMatchesNaive(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	cols := []int{0, 1, 2, 3, 4}
 	for seed := range uint64(12) {
@@ -243,7 +245,7 @@ func cmpRowRef(x, y rowRef) int {
 // from a null to "", in an integer), a row dropped, and a row re-inserted
 // twice stay changes; the fast path alone cancels every other row.
 func TestAlignCarryOverKeepsChangedRowsOfARun(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	before := make([]carryRow, 2000)
 	for k := range before {

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/lake"
 )
 
@@ -108,7 +109,7 @@ func TestRewriteOrderGivesTheSameFeed(t *testing.T) {
 		got := map[string][]change{}
 		for _, budget := range []int64{4 << 10, 80 << 10, 120 << 10, 160 << 10, 0} {
 			for _, identity := range [][]string{nil, {"id"}} {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				mem := memory.NewCheckedAllocator(arrowpool.Shared())
 				eng := feed.New(memTables{tbl}, feed.Options{Allocator: mem, MemoryBudget: budget, SpillDir: t.TempDir()})
 				from := int64(1)
 				_, changes, _ := read(t, eng, feed.Request{Table: tableName, FromSnapshot: &from, Identity: identity})

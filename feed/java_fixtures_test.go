@@ -21,6 +21,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // fxJavaCase is one fixture, read with or without a request identity.
@@ -56,7 +57,7 @@ func TestFixturesEqualityDeletePairing(t *testing.T) {
 // delete and an insert), each image's row id, and the snapshot's pairing
 // and reason.
 func (fx *fxFixture) checkJavaPairing(t *testing.T, c fxJavaCase, budget int64) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(arrowpool.Shared())
 	defer mem.AssertSize(t, 0)
 	eng := feed.New(fxTables{fx.name: fx.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 4,
 		MemoryBudget: budget, SpillDir: t.TempDir()})

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicefeed/sluice/feed"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
 )
 
@@ -82,7 +83,7 @@ func TestStreamCoalescesExpiredCommits(t *testing.T) {
 		{"folded", 1, true, "[insert 4 insert 5 insert 6 insert 7 update 1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(arrowpool.Shared())
 			defer mem.AssertSize(t, 0)
 			eng := feed.New(fixedTable{tableName, h.tbl}, feed.Options{Allocator: mem, MaxBatchRows: 2,
 				MemoryBudget: tc.budget, SpillDir: t.TempDir()})
