@@ -431,6 +431,7 @@ FUZZERS := \
 	./format/delta/:FuzzDecodeBitmapArray \
 	./format/delta/:FuzzParseSchema \
 	./format/delta/:FuzzPartitionValue \
+	./format/delta/:FuzzSummary \
 	./format/paimon/:FuzzDecodeManifest \
 	./format/paimon/:FuzzDecodeManifestList \
 	./format/paimon/:FuzzDecodeIndexManifest \

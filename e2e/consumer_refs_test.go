@@ -19,7 +19,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 
@@ -90,19 +89,8 @@ func TestDurableConsumerOnBranch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	cat, err := tablewrite.OpenWarehouse(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.Close()
-	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "val", Type: iceberg.PrimitiveTypes.Int64})
-	tbl, err := tablewrite.CreateTable(ctx, cat, consumerRefsTable, sc,
-		icecatalog.WithProperties(iceberg.Properties{"format-version": "2"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat, tbl := idValTable(t, ctx, dir, consumerRefsTable)
+	var err error
 	if tbl, err = tablewrite.Append(ctx, tbl, []tablewrite.Row{{"id": 1, "val": 10}, {"id": 2, "val": 20}}); err != nil {
 		t.Fatal(err)
 	}

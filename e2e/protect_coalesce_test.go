@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,21 +47,9 @@ func TestProtectedConsumerAcrossExpiredCommits(t *testing.T) {
 	python(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	rest := testsvc.SharedRESTCatalog(t)
-	m := rest.Moto
-	cat := s3Catalog{uri: rest.URI, warehouse: rest.Warehouse, moto: m, key: m.Admin}
-	table := "protect." + strings.ReplaceAll(testsvc.UniqueName("coalesce"), "-", "_")
-	cat.write(t, ctx, "small", table, 0) // snapshots 0 and 1
-	var o *s3Oracle
-	for seq := 1; seq <= 3; seq++ { // snapshots 2, 3 and 4
-		o = cat.write(t, ctx, "more", table, seq)
-	}
+	cat, table, o, c := protectedTable(t, ctx, "coalesce")
 	snap := func(i int) int64 { return o.Snapshots[i].ID }
 	last := len(o.Snapshots) - 1
-	noAmbientAWS(t)
-	srv := startFlightd(t, "--config", s3Config{uri: rest.URI, warehouse: rest.Warehouse,
-		properties: s3Props(m, m.Admin), extra: "protect:\n  consumers: true\n  max_ref_age: 24h\n"}.file(t))
-	c := dialGo(t, ctx, srv.URI())
 
 	protected, plain := testsvc.UniqueName("kept"), testsvc.UniqueName("plain")
 	if p, err := c.Ack(ctx, protected, table, snap(1), sluice.WithProtect()); err != nil || !p.Protected {

@@ -51,6 +51,29 @@ func (c s3Catalog) expire(t *testing.T, ctx context.Context, table string, befor
 	return e
 }
 
+// protectedTable writes an Iceberg table (its name made unique from name)
+// on the shared REST catalog in 5 snapshots (0 and 1 from the small
+// workload, 2 to 4 from the larger one) and starts a flightd with
+// --protect-consumers on that catalog. It returns the catalog, the table,
+// the oracle of its last write and a Go client of the flightd.
+func protectedTable(t *testing.T, ctx context.Context, name string) (s3Catalog, string, *s3Oracle, *sluice.Client) {
+	t.Helper()
+	rest := testsvc.SharedRESTCatalog(t)
+	m := rest.Moto
+	cat := s3Catalog{uri: rest.URI, warehouse: rest.Warehouse, moto: m, key: m.Admin}
+	table := "protect." + strings.ReplaceAll(testsvc.UniqueName(name), "-", "_")
+	cat.write(t, ctx, "small", table, 0) // snapshots 0 and 1
+	var o *s3Oracle
+	for seq := 1; seq <= 3; seq++ { // snapshots 2, 3 and 4
+		o = cat.write(t, ctx, "more", table, seq)
+	}
+	noAmbientAWS(t)
+	srv := startFlightd(t, "--config", s3Config{uri: rest.URI, warehouse: rest.Warehouse,
+		properties: s3Props(m, m.Admin), extra: "protect:\n  consumers: true\n  max_ref_age: 24h\n"}.file(t))
+	c := dialGo(t, ctx, srv.URI())
+	return cat, table, o, c
+}
+
 // TestProtectConsumers: a real flightd with --protect-consumers on a REST
 // catalog. A protected consumer acks a snapshot (the tag
 // sluice-consumer-<id> appears through the catalog), lags while pyiceberg
@@ -64,20 +87,8 @@ func TestProtectConsumers(t *testing.T) {
 	python(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	rest := testsvc.SharedRESTCatalog(t)
-	m := rest.Moto
-	cat := s3Catalog{uri: rest.URI, warehouse: rest.Warehouse, moto: m, key: m.Admin}
-	table := "protect." + strings.ReplaceAll(testsvc.UniqueName("items"), "-", "_")
-	cat.write(t, ctx, "small", table, 0) // snapshots 0 and 1
-	var o *s3Oracle
-	for seq := 1; seq <= 3; seq++ { // snapshots 2, 3 and 4
-		o = cat.write(t, ctx, "more", table, seq)
-	}
+	cat, table, o, c := protectedTable(t, ctx, "items")
 	snap := func(i int) int64 { return o.Snapshots[i].ID }
-	noAmbientAWS(t)
-	srv := startFlightd(t, "--config", s3Config{uri: rest.URI, warehouse: rest.Warehouse,
-		properties: s3Props(m, m.Admin), extra: "protect:\n  consumers: true\n  max_ref_age: 24h\n"}.file(t))
-	c := dialGo(t, ctx, srv.URI())
 
 	// The protected consumer has processed up to snapshot 2; the other
 	// one up to snapshot 0.

@@ -22,6 +22,27 @@ import (
 // wapTable is the table of the write-audit-publish run.
 const wapTable = "wap.orders"
 
+// idValTable creates the format-v2 Iceberg table name (id, the identifier
+// field, and val, both longs) in a new local warehouse in dir, and returns
+// the warehouse's catalog (closed when the test ends) and the table.
+func idValTable(t *testing.T, ctx context.Context, dir, name string) (*catalog.Catalog, *table.Table) {
+	t.Helper()
+	cat, err := tablewrite.OpenWarehouse(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "val", Type: iceberg.PrimitiveTypes.Int64})
+	tbl, err := tablewrite.CreateTable(ctx, cat, name, sc,
+		icecatalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat, tbl
+}
+
 // setRef points branch or tag name of tbl at snapshot id through the
 // catalog (a fast-forward, when name is main and id descends from its
 // head), and returns the table after the commit.
@@ -72,19 +93,8 @@ func TestBranchFollowedThenFastForwarded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	cat, err := tablewrite.OpenWarehouse(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.Close()
-	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "val", Type: iceberg.PrimitiveTypes.Int64})
-	tbl, err := tablewrite.CreateTable(ctx, cat, wapTable, sc,
-		icecatalog.WithProperties(iceberg.Properties{"format-version": "2"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat, tbl := idValTable(t, ctx, dir, wapTable)
+	var err error
 	rows := func(ids ...int64) []tablewrite.Row {
 		var out []tablewrite.Row
 		for _, id := range ids {
