@@ -80,14 +80,26 @@ func (a *assembler) imageOf(rec arrow.RecordBatch) (*array.Struct, error) {
 // snapshot s. The caller keeps ownership of rec; the returned records are
 // the caller's to release.
 func (a *assembler) inserts(rec arrow.RecordBatch, s Snapshot) ([]arrow.RecordBatch, error) {
+	return a.rows(OpInsert, rec, s)
+}
+
+// rows turns a decoded batch into change batches of snapshot s whose rows
+// are all op: OpInsert (the rows are the after-images) or OpDelete (the
+// before-images). The caller keeps ownership of rec; the returned records
+// are the caller's to release.
+func (a *assembler) rows(op string, rec arrow.RecordBatch, s Snapshot) ([]arrow.RecordBatch, error) {
 	if rec.NumRows() == 0 {
 		return nil, nil
 	}
-	after, err := a.imageOf(rec)
+	img, err := a.imageOf(rec)
 	if err != nil {
 		return nil, err
 	}
-	defer after.Release()
+	defer img.Release()
+	before, after := arrow.Array(nil), arrow.Array(img)
+	if op == OpDelete {
+		before, after = img, nil
+	}
 
 	var out []arrow.RecordBatch
 	release := func() {
@@ -95,8 +107,8 @@ func (a *assembler) inserts(rec arrow.RecordBatch, s Snapshot) ([]arrow.RecordBa
 			r.Release()
 		}
 	}
-	for _, span := range a.split(after) {
-		r, err := a.assemble(OpInsert, nil, after, span, s)
+	for _, span := range a.split(img) {
+		r, err := a.assemble(op, before, after, span, s)
 		if err != nil {
 			release()
 			return nil, err

@@ -155,7 +155,7 @@ func (e *Engine) stateChanges(ctx context.Context, cp *coalescedPlan) iter.Seq2[
 					yield(Batch{}, err)
 					return
 				}
-				out, err := stateSide(asm, rec, side.op, snap)
+				out, err := asm.rows(side.op, rec, snap)
 				rec.Release()
 				if err != nil {
 					yield(Batch{}, err)
@@ -172,34 +172,6 @@ func (e *Engine) stateChanges(ctx context.Context, cp *coalescedPlan) iter.Seq2[
 			}
 		}
 	}
-}
-
-// stateSide turns a decoded batch of a state's live rows into change
-// batches of snapshot s: deletes (OpDelete, before-images) or inserts.
-func stateSide(asm *assembler, rec arrow.RecordBatch, op string, s Snapshot) ([]arrow.RecordBatch, error) {
-	if op == OpInsert {
-		return asm.inserts(rec, s)
-	}
-	if rec.NumRows() == 0 {
-		return nil, nil
-	}
-	img, err := asm.imageOf(rec)
-	if err != nil {
-		return nil, err
-	}
-	defer img.Release()
-	var out []arrow.RecordBatch
-	for _, sp := range asm.split(img) {
-		r, err := asm.assemble(op, img, nil, sp, s)
-		if err != nil {
-			for _, o := range out {
-				o.Release()
-			}
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }
 
 // coalesce streams the coalesced window from the snapshot lost to the
