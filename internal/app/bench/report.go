@@ -273,13 +273,14 @@ const notes = `
   deletes, updates or compactions, which pyiceberg cannot compute at all, are where Sluice is the
   only choice.
 - **The decode line (issue 24; the Decode line section).** flightd's CPU per row stays well above
-  Arrow C++'s decode of the same files. With the pool of Arrow buffers (internal/lib/arrowpool) it
-  fell by about 11% at full width and 5% projected, and flightd's peak RSS with it (8 alternated
-  rounds of 3 reads of the 1M-row append window flat through the Go client, decode cache off, load
-  average 19–24, 2026-12-07; medians and ranges in ns of flightd CPU a row): full width 595
-  (530–627) before, 532 (443–547) after, against Arrow C++'s 292 (248–376), so **2.04× → 1.82×**
-  (target 1.2); 2 columns 122 (113–137) before, 115 (97–120) after, against 52 (48–75), so **2.36×
-  → 2.23×** (target 1.5); peak RSS about 248 → 228 MiB at full width, 190 → 134 MiB projected.
+  Arrow C++'s decode of the same files. With the pool of Arrow buffers (internal/lib/arrowpool), flightd's default since
+  2026-12-07, it fell by about a tenth: 595 → 532 ns a row at full width and 122 → 115 ns for 2
+  columns (medians of 8 alternated rounds of 3 reads of the 1M-row append window flat through the
+  Go client, decode cache off, load average 19–24; the script that alternated the builds is not in
+  the tree, so these two pairs are indicative; the Decode line section above is this run's own
+  measure). The pool costs memory: it keeps freed buffers in ` + "`sync.Pool`" + `s, which outlive one
+  collection, and rounds sizes up to its classes; the bounded-memory arms of the run that first
+  had it peaked about 20 MiB higher than the run before it (256–264 against 228–240 MiB).
   A CPU profile of flightd serving the append window flat in a loop with the pool (` + "`flightd --pprof`" + `, 20 s, 2026-12-07): zstd 27% of
   its samples (klauspost's pure-Go decoder, where pyarrow links libzstd; its frame checksums
   2.6%), byte arrays 18% (arrow-go's ` + "`PlainByteArrayDecoder`" + ` and the ` + "`BinaryBuilder`" + `
