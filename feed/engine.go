@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 )
 
 // Tables is what the engine needs from a catalog: tables of any format by
@@ -47,9 +46,12 @@ const (
 // takes its default.
 type Options struct {
 	// Allocator allocates the Arrow memory of decoded and assembled batches.
-	// Default: the process's pool of Arrow buffers (arrowpool.Shared), which
-	// gives the buffers of a released batch to the next: nothing may point
-	// into a batch's buffers once it is released (package arrowpool).
+	// Default: arrow-go's Go allocator, under which a value taken from a
+	// batch (a String.Value kept as a map key) stays valid after the batch
+	// is released. flightd passes the process's pool of Arrow buffers
+	// (arrowpool.Shared), which gives the buffers of a released batch to the
+	// next and is faster, at the price that nothing may point into a batch's
+	// buffers once it is released (package arrowpool).
 	Allocator memory.Allocator
 	// MaxBatchBytes is the target size of a batch's buffers (both images
 	// included). Default DefaultMaxBatchBytes; at most HardMaxBatchBytes.
@@ -76,7 +78,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Allocator == nil {
-		o.Allocator = arrowpool.Shared()
+		o.Allocator = defaultAllocator
 	}
 	if o.MaxBatchBytes <= 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes
@@ -98,6 +100,10 @@ func (o Options) withDefaults() Options {
 }
 
 // Engine plans and reads change windows. It is safe for concurrent use.
+// defaultAllocator is Options.Allocator's default; the package's tests
+// set it to the poisoned shared pool (main_test.go).
+var defaultAllocator memory.Allocator = memory.DefaultAllocator
+
 type Engine struct {
 	tables Tables
 	opts   Options
@@ -162,6 +168,9 @@ type Stats struct {
 }
 
 // Stats returns the engine's running totals.
+// Allocator returns the allocator of the engine's batches.
+func (e *Engine) Allocator() memory.Allocator { return e.opts.Allocator }
+
 func (e *Engine) Stats() Stats {
 	return Stats{FilesRead: e.stats.filesRead.Load(), RowGroupsRead: e.stats.rowGroupsRead.Load(),
 		RowsDecoded: e.stats.rowsDecoded.Load(), PlanCacheHits: e.stats.cacheHits.Load(),

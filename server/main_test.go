@@ -8,7 +8,7 @@ import (
 )
 
 // The engine's and the server's batches come from the shared pool of Arrow
-// buffers (their default allocator), which here poisons every freed buffer
+// buffers (as in flightd; the tests pass it), which here poisons every freed buffer
 // and pools every size: a value read from a batch after its last release
 // (a string kept past its batch, a buffer used after free) reads garbage,
 // which the feeds compared with the oracles and fixtures show.

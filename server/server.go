@@ -15,7 +15,6 @@ import (
 	"github.com/sluicefeed/sluice/auth"
 	"github.com/sluicefeed/sluice/feed"
 	sluicev1 "github.com/sluicefeed/sluice/gen/sluice/v1"
-	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	"github.com/sluicefeed/sluice/progress"
 )
 
@@ -34,8 +33,7 @@ type FollowOptions = feed.FollowOptions
 // Options configures a Server. The zero value is valid.
 type Options struct {
 	// Allocator allocates the memory of encoded batches. It should be the
-	// engine's allocator. Default: the process's pool of Arrow buffers
-	// (arrowpool.Shared), the engine's default.
+	// engine's allocator. Default: the engine's allocator.
 	Allocator memory.Allocator
 	// Logger receives one line per failed call. Default: slog.Default().
 	Logger *slog.Logger
@@ -117,7 +115,7 @@ type Server struct {
 // New returns a server over the engine.
 func New(engine *feed.Engine, opts Options) *Server {
 	if opts.Allocator == nil {
-		opts.Allocator = arrowpool.Shared()
+		opts.Allocator = engine.Allocator()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -24,6 +24,7 @@ import (
 	"github.com/sluicefeed/sluice/catalog"
 	"github.com/sluicefeed/sluice/feed"
 	"github.com/sluicefeed/sluice/internal/app/demo"
+	"github.com/sluicefeed/sluice/internal/lib/arrowpool"
 	_ "github.com/sluicefeed/sluice/internal/lib/storage" // object-store file IO (s3, gs, abfs)
 	"github.com/sluicefeed/sluice/progress"
 	"github.com/sluicefeed/sluice/registry"
@@ -111,7 +112,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	defer tables.Close()
+	// The engine and the server share the process's pool of Arrow buffers:
+	// a batch's buffers serve the next once it is encoded (package arrowpool).
 	engine := feed.New(tables, feed.Options{
+		Allocator:       arrowpool.Shared(),
 		ReadConcurrency: cfg.Engine.ReadConcurrency,
 		MaxBatchRows:    cfg.Engine.MaxBatchRows,
 		MaxBatchBytes:   cfg.Engine.MaxBatchBytes,

@@ -54,9 +54,9 @@ func New() *Allocator {
 
 var shared = New()
 
-// Shared returns the process's pool: the default allocator of the feed
-// engine and the server, so that the buffers of a batch decoded by one
-// serve the next whichever encodes it.
+// Shared returns the process's pool: flightd's engine and server allocate
+// from it, so that the buffers of a batch decoded by one serve the next
+// whichever encodes it.
 func Shared() *Allocator { return shared }
 
 // Poison makes Free fill each pooled buffer with 0xA5 bytes before it goes
