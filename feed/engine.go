@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
 )
 
 // Tables is what the engine needs from a catalog: tables of any format by
