@@ -33,7 +33,8 @@ type FollowOptions = feed.FollowOptions
 // Options configures a Server. The zero value is valid.
 type Options struct {
 	// Allocator allocates the memory of encoded batches. It should be the
-	// engine's allocator. Default: the engine's allocator.
+	// engine's allocator. Default: the engine's allocator (arrow-go's Go
+	// allocator without an engine).
 	Allocator memory.Allocator
 	// Logger receives one line per failed call. Default: slog.Default().
 	Logger *slog.Logger
@@ -115,7 +116,10 @@ type Server struct {
 // New returns a server over the engine.
 func New(engine *feed.Engine, opts Options) *Server {
 	if opts.Allocator == nil {
-		opts.Allocator = engine.Allocator()
+		opts.Allocator = memory.DefaultAllocator
+		if engine != nil {
+			opts.Allocator = engine.Allocator()
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -278,9 +278,14 @@ const notes = `
   columns (medians of 8 alternated rounds of 3 reads of the 1M-row append window flat through the
   Go client, decode cache off, load average 19–24; the script that alternated the builds is not in
   the tree, so these two pairs are indicative; the Decode line section above is this run's own
-  measure). The pool costs memory: it keeps freed buffers in ` + "`sync.Pool`" + `s, which outlive one
-  collection, and rounds sizes up to its classes; the bounded-memory arms of the run that first
-  had it peaked about 20 MiB higher than the run before it (256–264 against 228–240 MiB).
+  measure). The pool holds at most ` + "`--buffer-pool-mib`" + ` (16 MiB) of freed buffers and drops
+  at each collection those that stayed unused since the last. It was not what took the
+  bounded-memory arms of the run that first had it past 256 MiB (256–264 MiB): on 2026-12-07, load
+  average 3–5, the six memory arms (` + "`sluice-bench -memory-only`" + `) peaked at 217–249 MiB with
+  the unbounded first pool, 240–253 with the bounded one and 244–252 with no pool at all, each at
+  the Go soft limit of 176 MiB then the default: the arms sat at the bound within the run-to-run
+  noise, whatever the pool. With the limit at 160 MiB (the default since) they peaked at
+  215–237 MiB.
   A CPU profile of flightd serving the append window flat in a loop with the pool (` + "`flightd --pprof`" + `, 20 s, 2026-12-07): zstd 27% of
   its samples (klauspost's pure-Go decoder, where pyarrow links libzstd; its frame checksums
   2.6%), byte arrays 18% (arrow-go's ` + "`PlainByteArrayDecoder`" + ` and the ` + "`BinaryBuilder`" + `

@@ -281,57 +281,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 
-	// Memory: a fresh flightd per window, its peak RSS after the read.
-	mem := func(name, wh string, req sluice.ChangeRequest, maxMiB float64) error {
-		cfg.logf("measuring %s", name)
-		s, err := startFlightd(ctx, cfg, wh)
-		if err != nil {
-			return err
-		}
-		defer s.stop()
-		c, err := sluice.Dial(ctx, "grpc://"+s.addr)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		n, err := readGo(ctx, c, req)
-		if err != nil {
-			return err
-		}
-		peak, err := peakRSS(s.cmd.Process.Pid)
-		if err != nil {
-			return err
-		}
-		rep.Arms = append(rep.Arms, Arm{Name: name, Rows: n, Value: fmt.Sprintf("%.0f MiB", peak), MaxMiB: maxMiB,
-			PeakMiB: peak})
-		return nil
-	}
-	if err := mem("flightd peak RSS, reference window", wh, sluice.ChangeRequest{Table: ref.Table}, 0); err != nil {
+	if err := runMemory(ctx, cfg, rep, wh, ref, memWL); err != nil {
 		return nil, err
-	}
-	if err := mem("flightd peak RSS, reference window, net_changes", wh, sluice.ChangeRequest{Table: ref.Table,
-		NetChanges: true}, 256); err != nil {
-		return nil, err
-	}
-	if memWL != nil {
-		base, end := memWL.Base, memWL.End
-		for _, m := range []struct {
-			name string
-			req  sluice.ChangeRequest
-		}{
-			{fmt.Sprintf("flightd peak RSS, %d-row window, net_changes, identity email (a string)", memWL.Rows),
-				sluice.ChangeRequest{Table: memWL.Table, ToSnapshot: &base, NetChanges: true, Identity: []string{"email"}}},
-			{fmt.Sprintf("flightd peak RSS, %d-row window + copy-on-write rewrite, net_changes, identity id", memWL.Rows),
-				sluice.ChangeRequest{Table: memWL.Table, ToSnapshot: &end, NetChanges: true}},
-			{fmt.Sprintf("flightd peak RSS, copy-on-write rewrite of a %d-row file", memWL.FileRows),
-				sluice.ChangeRequest{Table: memWL.Table, FromSnapshot: &base, ToSnapshot: &end}},
-			{fmt.Sprintf("flightd peak RSS, copy-on-write rewrite of a %d-row file, identity email", memWL.FileRows),
-				sluice.ChangeRequest{Table: memWL.Table, FromSnapshot: &base, ToSnapshot: &end, Identity: []string{"email"}}},
-		} {
-			if err := mem(m.name, memWL.Warehouse, m.req, 256); err != nil {
-				return nil, err
-			}
-		}
 	}
 
 	// Delta: tables delta-rs wrote, Sluice against delta-rs's own feed.
@@ -598,3 +549,92 @@ func RunPlanning(ctx context.Context, cfg Config) (*Report, error) {
 
 // PlanningSection renders the planning section of rep alone.
 func (r *Report) PlanningSection() string { return r.planningSection() }
+
+// runMemory measures the memory arms: a fresh flightd per window, its peak
+// RSS after the read.
+func runMemory(ctx context.Context, cfg Config, rep *Report, wh string, ref *Reference, memWL *Memory) error {
+	// Memory: a fresh flightd per window, its peak RSS after the read.
+	mem := func(name, wh string, req sluice.ChangeRequest, maxMiB float64) error {
+		cfg.logf("measuring %s", name)
+		s, err := startFlightd(ctx, cfg, wh)
+		if err != nil {
+			return err
+		}
+		defer s.stop()
+		c, err := sluice.Dial(ctx, "grpc://"+s.addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		n, err := readGo(ctx, c, req)
+		if err != nil {
+			return err
+		}
+		peak, err := peakRSS(s.cmd.Process.Pid)
+		if err != nil {
+			return err
+		}
+		rep.Arms = append(rep.Arms, Arm{Name: name, Rows: n, Value: fmt.Sprintf("%.0f MiB", peak), MaxMiB: maxMiB,
+			PeakMiB: peak})
+		return nil
+	}
+	if err := mem("flightd peak RSS, reference window", wh, sluice.ChangeRequest{Table: ref.Table}, 0); err != nil {
+		return err
+	}
+	if err := mem("flightd peak RSS, reference window, net_changes", wh, sluice.ChangeRequest{Table: ref.Table,
+		NetChanges: true}, 256); err != nil {
+		return err
+	}
+	if memWL != nil {
+		base, end := memWL.Base, memWL.End
+		for _, m := range []struct {
+			name string
+			req  sluice.ChangeRequest
+		}{
+			{fmt.Sprintf("flightd peak RSS, %d-row window, net_changes, identity email (a string)", memWL.Rows),
+				sluice.ChangeRequest{Table: memWL.Table, ToSnapshot: &base, NetChanges: true, Identity: []string{"email"}}},
+			{fmt.Sprintf("flightd peak RSS, %d-row window + copy-on-write rewrite, net_changes, identity id", memWL.Rows),
+				sluice.ChangeRequest{Table: memWL.Table, ToSnapshot: &end, NetChanges: true}},
+			{fmt.Sprintf("flightd peak RSS, copy-on-write rewrite of a %d-row file", memWL.FileRows),
+				sluice.ChangeRequest{Table: memWL.Table, FromSnapshot: &base, ToSnapshot: &end}},
+			{fmt.Sprintf("flightd peak RSS, copy-on-write rewrite of a %d-row file, identity email", memWL.FileRows),
+				sluice.ChangeRequest{Table: memWL.Table, FromSnapshot: &base, ToSnapshot: &end, Identity: []string{"email"}}},
+		} {
+			if err := mem(m.name, memWL.Warehouse, m.req, 256); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// RunMemory writes the reference workload and finds (or writes) the
+// bounded-memory one, and measures the memory arms alone.
+func RunMemory(ctx context.Context, cfg Config) (*Report, error) {
+	rep := &Report{Started: time.Now(), Refs: map[string]string{}, LoadStart: loadAverage()}
+	wh := filepath.Join(cfg.Work, "warehouse")
+	if err := os.RemoveAll(wh); err != nil {
+		return nil, err
+	}
+	cat, err := tablewrite.OpenWarehouse(ctx, wh)
+	if err != nil {
+		return nil, err
+	}
+	defer cat.Close()
+	ref, err := WriteReference(ctx, cat, "bench.ref", cfg.Rows)
+	if err != nil {
+		return nil, err
+	}
+	var memWL *Memory
+	if cfg.MemRows > 0 {
+		cfg.logf("writing (or reusing) the bounded-memory workload (%d rows)", cfg.MemRows)
+		if memWL, err = WriteMemoryCached(ctx, filepath.Join(cfg.Work, "memory"), cfg.MemRows, cfg.MemFileRows); err != nil {
+			return nil, err
+		}
+	}
+	if err := runMemory(ctx, cfg, rep, wh, ref, memWL); err != nil {
+		return nil, err
+	}
+	rep.LoadEnd = loadAverage()
+	return rep, nil
+}

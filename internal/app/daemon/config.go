@@ -27,7 +27,8 @@ const (
 	DefaultLogLevel        = "info"
 	DefaultLogFormat       = "text"
 	DefaultGCPercent       = 300
-	DefaultMemoryLimitMiB  = 176
+	DefaultMemoryLimitMiB  = 160
+	DefaultBufferPoolMiB   = 16
 	// DefaultProgressFile is the SQLite file of consumer progress, inside a
 	// local warehouse (in the working directory for a remote one, and for
 	// a rest catalog).
@@ -118,9 +119,10 @@ type Config struct {
 	GCPercent int `yaml:"gc_percent"`
 	// MemoryLimitMiB is the Go runtime's soft memory limit in MiB
 	// (--memory-limit-mib, like GOMEMLIMIT, which wins when set): the
-	// collector works harder as the heap nears it. Default 176: with the
+	// collector works harder as the heap nears it. Default 160: with the
 	// binary's resident code (about 70 MiB of it) the process then peaks
-	// under 256 MiB (the bounded-memory arms of make bench); 0: none.
+	// under 256 MiB (the bounded-memory arms of make bench: 215-237 MiB on
+	// 2026-12-07, where 176 peaked at 240-253, too close); 0: none.
 	MemoryLimitMiB int64 `yaml:"memory_limit_mib"`
 	// Follow tunes follow streams and WatchCommits.
 	Follow FollowConfig `yaml:"follow"`
@@ -293,6 +295,13 @@ type EngineConfig struct {
 	// rows (carry-over, update pairing); past it reads spill to SpillDir
 	// (--memory-budget-mib). Default 32.
 	MemoryBudgetMiB int64 `yaml:"memory_budget_mib"`
+	// BufferPoolMiB bounds the freed Arrow buffers flightd keeps for its
+	// next batches (--buffer-pool-mib): reusing them spares the allocation
+	// and clearing of fresh memory, about a tenth of a read's CPU. Default
+	// 16; 0: none (every buffer goes back to the collector). The pool also
+	// drops, at each collection, the buffers that stayed unused since the
+	// last.
+	BufferPoolMiB int64 `yaml:"buffer_pool_mib"`
 	// SpillDir is where reads over the budget write their temporary files,
 	// each read in its own directory removed when it ends (--spill-dir).
 	// Default: sluice-spill in the system's temporary directory.
@@ -327,7 +336,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCPercent:       DefaultGCPercent,
 		MemoryLimitMiB:  DefaultMemoryLimitMiB,
-		Engine: EngineConfig{MemoryBudgetMiB: feed.DefaultMemoryBudget >> 20,
+		Engine: EngineConfig{MemoryBudgetMiB: feed.DefaultMemoryBudget >> 20, BufferPoolMiB: DefaultBufferPoolMiB,
 			DecodeCacheBytes: server.DefaultDecodeCacheBytes, DecodeCacheTTL: server.DefaultDecodeCacheTTL},
 		Auth: auth.Config{}.WithDefaults(),
 		Limits: LimitsConfig{MaxStreams: 256, MaxStreamsPerPrincipal: 64, CallsPerSecond: 200,
@@ -390,6 +399,7 @@ func (c Config) Validate() error {
 		{"--max-batch-rows", float64(c.Engine.MaxBatchRows)},
 		{"--max-batch-bytes", float64(c.Engine.MaxBatchBytes)},
 		{"--memory-budget-mib", float64(c.Engine.MemoryBudgetMiB)},
+		{"--buffer-pool-mib", float64(c.Engine.BufferPoolMiB)},
 		{"--decode-cache-bytes", float64(c.Engine.DecodeCacheBytes)},
 		{"--memory-limit-mib", float64(c.MemoryLimitMiB)},
 	} {

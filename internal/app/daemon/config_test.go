@@ -344,6 +344,36 @@ func TestMemoryBudgetSettings(t *testing.T) {
 	}
 }
 
+// The buffer pool's bound comes from the default, YAML, the environment
+// and flags, in that order; a negative one is refused, naming the flag.
+func TestBufferPoolSetting(t *testing.T) {
+	yamlFile := filepath.Join(t.TempDir(), "f.yaml")
+	if err := os.WriteFile(yamlFile, []byte("engine:\n  buffer_pool_mib: 8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args, env []string
+		mib       int64
+	}{
+		{nil, nil, DefaultBufferPoolMiB},
+		{[]string{"--config", yamlFile}, nil, 8},
+		{[]string{"--config", yamlFile}, []string{"SLUICE_BUFFER_POOL_MIB=0"}, 0},
+		{[]string{"--buffer-pool-mib", "40"}, []string{"SLUICE_BUFFER_POOL_MIB=0"}, 40},
+	} {
+		c, err := LoadConfig(tc.args, tc.env, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Engine.BufferPoolMiB != tc.mib {
+			t.Fatalf("%v %v: pool %d MiB; want %d", tc.args, tc.env, c.Engine.BufferPoolMiB, tc.mib)
+		}
+	}
+	if _, err := LoadConfig([]string{"--buffer-pool-mib", "-1"}, nil, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--buffer-pool-mib") {
+		t.Fatalf("a negative pool: err = %v", err)
+	}
+}
+
 // The decode cache's bound and TTL come from the defaults, YAML, the
 // environment and flags, in that order; a negative bound or a TTL that is
 // not positive is refused, naming the flag.

@@ -114,6 +114,8 @@ func newFlagSet(c *Config) (*flag.FlagSet, *string) {
 	fs.Int64Var(&c.Engine.MaxBatchBytes, "max-batch-bytes", c.Engine.MaxBatchBytes, "target bytes per batch (0: default)")
 	fs.Int64Var(&c.Engine.MemoryBudgetMiB, "memory-budget-mib", c.Engine.MemoryBudgetMiB,
 		"MiB all reads may hold for net changes, carry-over and update pairing before they spill to disk")
+	fs.Int64Var(&c.Engine.BufferPoolMiB, "buffer-pool-mib", c.Engine.BufferPoolMiB,
+		"MiB of freed Arrow buffers kept for the next batches (0: none)")
 	fs.StringVar(&c.Engine.SpillDir, "spill-dir", c.Engine.SpillDir,
 		"directory for the temporary files of reads over the memory budget (default: the system's temporary directory)")
 	fs.Int64Var(&c.Engine.DecodeCacheBytes, "decode-cache-bytes", c.Engine.DecodeCacheBytes,
@@ -414,6 +416,7 @@ func applyEnv(env map[string]string, cfg *Config) error {
 		"SLUICE_MEMORY_LIMIT_MIB":   &cfg.MemoryLimitMiB,
 		"SLUICE_MAX_BATCH_BYTES":    &cfg.Engine.MaxBatchBytes,
 		"SLUICE_MEMORY_BUDGET_MIB":  &cfg.Engine.MemoryBudgetMiB,
+		"SLUICE_BUFFER_POOL_MIB":    &cfg.Engine.BufferPoolMiB,
 		"SLUICE_DECODE_CACHE_BYTES": &cfg.Engine.DecodeCacheBytes,
 	}
 	for k, p := range int64s {

@@ -114,6 +114,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	defer tables.Close()
 	// The engine and the server share the process's pool of Arrow buffers:
 	// a batch's buffers serve the next once it is encoded (package arrowpool).
+	arrowpool.Shared().SetLimit(cfg.Engine.BufferPoolMiB << 20)
 	engine := feed.New(tables, feed.Options{
 		Allocator:       arrowpool.Shared(),
 		ReadConcurrency: cfg.Engine.ReadConcurrency,

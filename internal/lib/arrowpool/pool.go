@@ -2,8 +2,11 @@ package arrowpool
 
 import (
 	"math/bits"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -21,35 +24,97 @@ const (
 	// runtime and back.
 	maxPooled = 64 << 20
 	// subClasses is the number of size classes per power of two: a
-	// buffer is at most 1/subClasses larger than asked for.
-	subClassBits = 2
+	// buffer is at most 1/subClasses larger than asked for (Go's own
+	// allocator rounds a large buffer up to 8 KiB pages).
+	subClassBits = 3
 	subClasses   = 1 << subClassBits
+	// DefaultLimit is the most memory a pool holds in freed buffers, unless
+	// SetLimit says otherwise.
+	DefaultLimit = 32 << 20
 )
 
 // numClasses covers the sizes from minClass to maxPooled.
 var numClasses = classOf(maxPooled) + 1
 
 // Allocator reuses freed buffers of the sizes it pools (4 KiB to 64 MiB,
-// in four size classes per power of two), holding them in sync.Pools, which
-// the garbage collector empties when they stay unused. Smaller and larger
-// requests go to arrow-go's Go allocator. Memory it returns is zeroed, as
-// the Go allocator's is. Safe for concurrent use.
+// in eight size classes per power of two). Smaller and larger requests go
+// to arrow-go's Go allocator. Memory it returns is zeroed, as the Go
+// allocator's is. Safe for concurrent use.
+//
+// The freed buffers it holds are bounded twice: they come to at most its
+// limit (DefaultLimit, or SetLimit's), past which a freed buffer goes to
+// the garbage collector; and each collection drops those that stayed
+// unused since the one before (as a sync.Pool does), so that a burst of
+// one size does not hold memory after it. What it holds is live memory to
+// the collector: a process with a soft memory limit has that much less for
+// the rest.
 //
 // A buffer must not be used once it is freed (an arrow.Array released for
 // the last time): the pool gives it to the next request. With the Go
 // allocator such a use reads what was there; here it reads another batch's
 // data. Tests can Poison freed buffers to make such a use show.
 type Allocator struct {
-	pools    []sync.Pool
+	classes  []freeList
+	held     atomic.Int64
+	limit    atomic.Int64
 	fallback *memory.GoAllocator
 	poison   bool
 	// min is the smallest request pooled: minPooled, or 1 when poisoned.
 	min int
 }
 
+// freeList holds the freed buffers of one size class, the last freed on
+// top.
+type freeList struct {
+	mu   sync.Mutex
+	bufs [][]byte
+	// low is the fewest buffers the list held since the last collection:
+	// the ones below it stayed unused.
+	low int
+}
+
 // New returns an empty pool.
 func New() *Allocator {
-	return &Allocator{pools: make([]sync.Pool, numClasses), fallback: memory.NewGoAllocator(), min: minPooled}
+	a := &Allocator{classes: make([]freeList, numClasses), fallback: memory.NewGoAllocator(), min: minPooled}
+	a.limit.Store(DefaultLimit)
+	armTrim(weak.Make(a))
+	return a
+}
+
+// trimSentinel is an object made only to be collected: its cleanup trims
+// the pool at each collection. It holds a pointer, so that the runtime
+// does not pack it beside other small objects (which would delay it).
+type trimSentinel struct {
+	_ *byte
+	_ [2]uintptr
+}
+
+// armTrim trims the pool at the next collection, and after it at the
+// next, as long as the pool is reachable.
+func armTrim(w weak.Pointer[Allocator]) {
+	runtime.AddCleanup(new(trimSentinel), func(w weak.Pointer[Allocator]) {
+		if a := w.Value(); a != nil {
+			a.trim()
+			armTrim(w)
+		}
+	}, w)
+}
+
+// trim drops the buffers that stayed unused since the last trim.
+func (a *Allocator) trim() {
+	for c := range a.classes {
+		l := &a.classes[c]
+		l.mu.Lock()
+		drop := l.low
+		if drop > 0 {
+			clear(l.bufs[:drop])
+			l.bufs = append(l.bufs[:0], l.bufs[drop:]...)
+			clear(l.bufs[len(l.bufs):cap(l.bufs)])
+			a.held.Add(-int64(drop * classSize(c)))
+		}
+		l.low = len(l.bufs)
+		l.mu.Unlock()
+	}
 }
 
 var shared = New()
@@ -58,6 +123,13 @@ var shared = New()
 // from it, so that the buffers of a batch decoded by one serve the next
 // whichever encodes it.
 func Shared() *Allocator { return shared }
+
+// SetLimit sets the most memory the pool holds in freed buffers (0: none,
+// so every buffer goes back to the collector).
+func (a *Allocator) SetLimit(bytes int64) { a.limit.Store(max(bytes, 0)) }
+
+// Held returns the memory the pool holds in freed buffers.
+func (a *Allocator) Held() int64 { return a.held.Load() }
 
 // Poison makes Free fill each pooled buffer with 0xA5 bytes before it goes
 // back to the pool, so that a use after free reads garbage, and pools every
@@ -99,12 +171,30 @@ func (a *Allocator) Allocate(size int) []byte {
 	// grows a buffer in place when its capacity allows and takes the
 	// bytes it grows over to be zero, which a reused buffer's are not.
 	c := classOf(size)
-	if p, ok := a.pools[c].Get().(*[]byte); ok {
-		b := (*p)[:size:size]
+	if b := a.take(c); b != nil {
+		b = b[:size:size]
 		clear(b)
 		return b
 	}
 	return a.fresh(classSize(c))[:size:size]
+}
+
+// take returns a freed buffer of class c, or nil.
+func (a *Allocator) take(c int) []byte {
+	l := &a.classes[c]
+	l.mu.Lock()
+	n := len(l.bufs)
+	if n == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	b := l.bufs[n-1]
+	l.bufs[n-1] = nil
+	l.bufs = l.bufs[:n-1]
+	l.low = min(l.low, n-1)
+	l.mu.Unlock()
+	a.held.Add(-int64(cap(b)))
+	return b
 }
 
 // fresh makes a buffer of exactly n bytes of capacity (a class size),
@@ -143,13 +233,20 @@ func (a *Allocator) Free(b []byte) {
 	c := classOf(n)
 	n = classSize(c)
 	b = unsafe.Slice(unsafe.SliceData(b), n)
+	if a.held.Add(int64(n)) > a.limit.Load() {
+		a.held.Add(-int64(n))
+		return
+	}
 	if a.poison {
 		b[0] = 0xA5
 		for i := 1; i < n; i *= 2 {
 			copy(b[i:], b[:i])
 		}
 	}
-	a.pools[c].Put(&b)
+	l := &a.classes[c]
+	l.mu.Lock()
+	l.bufs = append(l.bufs, b)
+	l.mu.Unlock()
 }
 
 var _ memory.Allocator = (*Allocator)(nil)

@@ -1,8 +1,10 @@
 package arrowpool
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -54,10 +56,8 @@ func TestReuse(t *testing.T) {
 	b := a.Allocate(100 << 10)
 	p := unsafe.SliceData(b)
 	a.Free(b)
-	// sync.Pool may drop what it holds (a collection); a miss is allowed,
-	// a wrong buffer is not.
 	if c := a.Allocate(100<<10 - 7); unsafe.SliceData(c) != p {
-		t.Logf("the freed buffer was not reused (the pool was emptied)")
+		t.Fatalf("the freed buffer was not reused")
 	}
 	a.Free(make([]byte, 8<<10))   // not aligned to a class: dropped
 	a.Free(make([]byte, 1, 5000)) // no class size
@@ -150,4 +150,69 @@ func TestPoisonShowsKeptString(t *testing.T) {
 	if kept == copied {
 		t.Fatalf("a string over a freed, poisoned buffer still reads %q", kept)
 	}
+}
+
+// The pool holds at most its limit in freed buffers; past it a freed
+// buffer goes to the collector, and a limit of 0 pools nothing.
+func TestLimit(t *testing.T) {
+	a := New()
+	a.SetLimit(1 << 20)
+	var bufs [][]byte
+	for range 40 {
+		bufs = append(bufs, a.Allocate(100<<10))
+	}
+	for _, b := range bufs {
+		a.Free(b)
+	}
+	size := int64(classSize(classOf(100 << 10)))
+	if got, want := a.Held(), (1<<20)/size*size; got != want {
+		t.Fatalf("holds %d bytes after 40 frees of %d; want %d (the limit's worth)", got, size, want)
+	}
+	for range 40 {
+		a.Allocate(100 << 10)
+	}
+	if a.Held() != 0 {
+		t.Fatalf("holds %d bytes after taking all back", a.Held())
+	}
+	a.SetLimit(0)
+	a.Free(a.Allocate(100 << 10))
+	if a.Held() != 0 {
+		t.Fatalf("a pool limited to 0 holds %d bytes", a.Held())
+	}
+}
+
+// Each collection drops the freed buffers that stayed unused since the
+// one before; buffers taken and freed again in between are kept.
+func TestTrimAtCollection(t *testing.T) {
+	a := New()
+	idle := a.Allocate(1 << 20)
+	busy := a.Allocate(64 << 10)
+	a.Free(idle)
+	a.Free(busy)
+	waitHeld := func(want int64) {
+		t.Helper()
+		for range 50 {
+			runtime.GC()
+			if a.Held() == want {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("holds %d bytes after collections; want %d", a.Held(), want)
+	}
+	busySize := int64(classSize(classOf(64 << 10)))
+	// The busy buffer is taken and freed between collections; the idle one
+	// is not, so it goes.
+	for range 50 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+		a.Free(a.Allocate(64 << 10))
+		if a.Held() == busySize {
+			break
+		}
+	}
+	if a.Held() != busySize {
+		t.Fatalf("holds %d bytes; want only the busy buffer's %d", a.Held(), busySize)
+	}
+	waitHeld(0)
 }
