@@ -180,11 +180,14 @@ func (e *Engine) stateChanges(ctx context.Context, cp *coalescedPlan) iter.Seq2[
 // it is not, and the stream reports the gap instead.
 func (s *streamer) coalesce(ctx context.Context, lost *int64, hist History) (ok bool, err error) {
 	n := len(hist.Snapshots)
-	if lost == nil || n == 0 || s.req.Ref != "" {
+	if lost == nil || n == 0 {
 		return false, nil
 	}
 	cur := hist.Snapshots[n-1]
-	cp, err := s.e.planCoalesced(s.pin(ctx), s.shape(), s.cur.tbl, *lost, cur)
+	// On a ref, the view reads the ref's lineage, whose head is the
+	// current snapshot; the lost one need only be readable (a branch
+	// consumer's tag sluice-consumer-<id>#<ref> keeps it).
+	cp, err := s.e.planCoalesced(s.pin(ctx), s.shape(), s.view, *lost, cur)
 	if errors.Is(err, errNotCoalescible) {
 		return false, nil
 	}

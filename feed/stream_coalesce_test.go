@@ -187,3 +187,67 @@ func coalescedOps(t *testing.T, eng *feed.Engine, req feed.StreamRequest, from, 
 	slices.Sort(ops)
 	return ops, last, nil
 }
+
+// TestStreamCoalescesExpiredCommitsOnBranch: a consumer of a branch (the
+// write-audit-publish flow's audit branch) whose acknowledged snapshot a
+// tag keeps (sluice-consumer-<id>#<ref>, as protection writes it) resumes
+// on the branch with one coalesced window when the branch's commits after
+// it expired; one whose own snapshot expired gets the gap event.
+func TestStreamCoalescesExpiredCommitsOnBranch(t *testing.T) {
+	ctx := context.Background()
+	h := newHistory(t, 5, 1) // ids 1 to 5
+	s := h.snapshots
+	// The branch audit holds the five commits; main is set back to the
+	// first, as before a publish; the consumer's tag keeps the second.
+	if _, _, err := h.cat.Iceberg().CommitTable(ctx, h.tbl.Identifier(), nil, []table.Update{
+		table.NewSetSnapshotRefUpdate("audit", s[4], table.BranchRef, -1, -1, -1),
+		table.NewSetSnapshotRefUpdate(table.MainBranch, s[0], table.BranchRef, -1, -1, -1),
+		table.NewSetSnapshotRefUpdate("sluice-consumer-c#audit", s[1], table.TagRef, -1, -1, -1),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := h.cat.Iceberg().LoadTable(ctx, h.tbl.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var kept []int64
+	for _, sn := range tbl.Metadata().Snapshots() {
+		kept = append(kept, sn.SnapshotID)
+	}
+	slices.Sort(kept)
+	want := []int64{s[0], s[1], s[4]}
+	slices.Sort(want)
+	if !slices.Equal(kept, want) {
+		t.Fatalf("expiry kept %v, want main's head, the tagged snapshot and the branch's head %v", kept, want)
+	}
+	eng := feed.New(fixedTable{tableName, tbl}, feed.Options{MaxBatchRows: 1})
+	ops, last, err := coalescedOps(t, eng, feed.StreamRequest{Request: feed.Request{Table: tableName, Ref: "audit"},
+		Resume: &feed.Resume{Consumer: "c", Snapshot: s[1], CommitSeq: 2}}, s[1], s[4])
+	if err != nil || fmt.Sprint(ops) != "[insert 3 insert 4 insert 5]" || last != s[4] {
+		t.Fatalf("on the branch: changes %v, cursor %d, err %v; want [insert 3 insert 4 insert 5] at %d", ops, last,
+			err, s[4])
+	}
+	// A consumer whose snapshot expired, as did the commit after it: the
+	// gap, on the branch's lineage (its head is the current snapshot).
+	got, gaps := gapEvents(t, eng, feed.StreamRequest{Request: feed.Request{Table: tableName, Ref: "audit"},
+		Resume: &feed.Resume{Consumer: "d", Snapshot: s[2], CommitSeq: 3}}, nil)
+	if !errors.Is(got.err, feed.ErrResyncRequired) || len(gaps) != 1 || gaps[0].Lost != s[2] ||
+		gaps[0].Current != s[4] {
+		t.Fatalf("a branch consumer whose snapshot expired: %+v %+v, want the gap event then ErrResyncRequired", got,
+			gaps)
+	}
+	// With on_gap resync, the full state is the branch's head's, not main's.
+	got, _ = gapEvents(t, eng, feed.StreamRequest{Request: feed.Request{Table: tableName, Ref: "audit"},
+		Resume: &feed.Resume{Consumer: "d", Snapshot: s[2], CommitSeq: 3}, OnGap: feed.OnGapResync}, nil)
+	slices.Sort(got.ids)
+	if got.err != nil || fmt.Sprint(got.ids) != "[1 2 3 4 5]" {
+		t.Fatalf("a branch consumer's resync: ids %v, err %v; want the branch head's rows [1 2 3 4 5]", got.ids, got.err)
+	}
+}

@@ -78,7 +78,7 @@ func (s *streamer) gap(ctx context.Context, lost *int64, cause error) (position,
 	if !errors.Is(cause, ErrResyncRequired) {
 		return position{}, cause
 	}
-	hist := s.cur.history()
+	hist := s.history() // on a ref, its own lineage: its head is the current snapshot
 	if ok, err := s.coalesce(ctx, lost, hist); err != nil || ok {
 		if err != nil {
 			return position{}, err

@@ -59,7 +59,10 @@ func TestQuietFollowStreamOfStoppedClientIsDropped(t *testing.T) {
 	}
 	after := time.Since(stopped)
 	t.Logf("dropped %s after the client stopped reading (stall timeout %s)", after.Round(time.Millisecond), stall)
-	if after < stall-time.Second || after > stall+1500*time.Millisecond {
+	// The upper margin allows for a loaded machine (it once took 1.5 s more
+	// at a load average of 27); the drop must still come from the stall
+	// timeout, not from the 30 s deadline above.
+	if after < stall-time.Second || after > stall+3*time.Second {
 		t.Fatalf("dropped %s after the client stopped reading, want about the stall timeout %s", after, stall)
 	}
 	for {
