@@ -284,8 +284,10 @@ const notes = `
   average 3–5, the six memory arms (` + "`sluice-bench -memory-only`" + `) peaked at 217–249 MiB with
   the unbounded first pool, 240–253 with the bounded one and 244–252 with no pool at all, each at
   the Go soft limit of 176 MiB then the default: the arms sat at the bound within the run-to-run
-  noise, whatever the pool. With the limit at 160 MiB (the default since) they peaked at
-  215–237 MiB.
+  noise, whatever the pool. flightd's resident size is the Go runtime's memory (which the limit
+  bounds) plus about 87 MiB of the binary's code, so the default limit is now 144 MiB: the
+  bounded-memory table above gives this run's peaks. At 144 MiB a plain read of the reference window
+  costs the same CPU as at 160 and net changes about 6% more (6 alternated reads each, 2026-12-07).
   A CPU profile of flightd serving the append window flat in a loop with the pool (` + "`flightd --pprof`" + `, 20 s, 2026-12-07): zstd 27% of
   its samples (klauspost's pure-Go decoder, where pyarrow links libzstd; its frame checksums
   2.6%), byte arrays 18% (arrow-go's ` + "`PlainByteArrayDecoder`" + ` and the ` + "`BinaryBuilder`" + `

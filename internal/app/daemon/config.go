@@ -27,7 +27,7 @@ const (
 	DefaultLogLevel        = "info"
 	DefaultLogFormat       = "text"
 	DefaultGCPercent       = 300
-	DefaultMemoryLimitMiB  = 160
+	DefaultMemoryLimitMiB  = 144
 	DefaultBufferPoolMiB   = 16
 	// DefaultProgressFile is the SQLite file of consumer progress, inside a
 	// local warehouse (in the working directory for a remote one, and for
@@ -119,10 +119,12 @@ type Config struct {
 	GCPercent int `yaml:"gc_percent"`
 	// MemoryLimitMiB is the Go runtime's soft memory limit in MiB
 	// (--memory-limit-mib, like GOMEMLIMIT, which wins when set): the
-	// collector works harder as the heap nears it. Default 160: with the
-	// binary's resident code (about 70 MiB of it) the process then peaks
-	// under 256 MiB (the bounded-memory arms of make bench: 215-237 MiB on
-	// 2026-12-07, where 176 peaked at 240-253, too close); 0: none.
+	// collector works harder as the heap nears it. Default 144: the
+	// process's resident size adds the binary's code that has run (about
+	// 87 MiB of file-backed pages), so it then peaks under 256 MiB with a
+	// margin (the bounded-memory arms of make bench: 237-249 MiB at 160 on
+	// 2026-12-07, 240-253 at 176; net changes cost about 6% more CPU at 144
+	// than at 160, a plain read the same); 0: none.
 	MemoryLimitMiB int64 `yaml:"memory_limit_mib"`
 	// Follow tunes follow streams and WatchCommits.
 	Follow FollowConfig `yaml:"follow"`
