@@ -26,16 +26,17 @@ type paimonExpiry struct {
 }
 
 // paimonExpire runs Paimon's own Java expiry on table db.name of the
-// warehouse folder wh: at most one snapshot retained, older than a
-// millisecond, unless a consumer holds it.
-func paimonExpire(t *testing.T, ctx context.Context, wh, db, name string) paimonExpiry {
+// warehouse folder wh (on its branch, when one is given): at most one
+// snapshot retained, older than a millisecond, unless a consumer holds it.
+func paimonExpire(t *testing.T, ctx context.Context, wh, db, name string, branch ...string) paimonExpiry {
 	t.Helper()
 	cp := os.Getenv("SLUICE_PAIMON_JAVA_CLASSPATH")
 	if cp == "" {
 		t.Fatal("SLUICE_PAIMON_JAVA_CLASSPATH is not set: run the e2e tests with `make test-e2e`, which builds " +
 			"Paimon's Java classpath (make paimon-java)")
 	}
-	cmd := exec.CommandContext(ctx, "java", "-cp", cp, "sluice.PaimonExpire", "file://"+wh, db, name)
+	args := append([]string{"-cp", cp, "sluice.PaimonExpire", "file://" + wh, db, name}, branch...)
+	cmd := exec.CommandContext(ctx, "java", args...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("PaimonExpire: %v\n%s", err, out)
@@ -157,4 +158,79 @@ func TestProtectPaimonConsumer(t *testing.T) {
 			t.Fatalf("after the resync event: %v, want FAILED_PRECONDITION", sub.Err())
 		}
 	})
+}
+
+// TestProtectPaimonBranchConsumer: a protected consumer of a Paimon branch
+// (pypaimon's refs.branched, branch b1: snapshots 2, 3 and 4). Its ack
+// writes the consumer file into the branch's own consumer folder, where
+// Paimon's Java expiry run on the branch reads it: the expiry keeps the
+// acknowledged snapshot and the later one where it would keep only the
+// head, and the consumer resumes on the branch exactly.
+func TestProtectPaimonBranchConsumer(t *testing.T) {
+	fxs, err := paimonfx.Fixtures(paimonFixtureRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const db, name, branch = "refs", "branched", "b1"
+	i := slices.IndexFunc(fxs, func(f paimonfx.Fixture) bool { return f.DB == db && f.Name == name })
+	if i < 0 {
+		t.Fatalf("no fixture %s.%s", db, name)
+	}
+	f := fxs[i]
+	f.Expected = filepath.Join(f.Expected, "branch-"+branch)
+	const acked, head = int64(3), int64(4)
+	wh := filepath.Join(t.TempDir(), "warehouse")
+	copyTree(t, filepath.Join(paimonFixtureRoot, "warehouse"), wh)
+	srv := startFlightd(t, "--warehouse", t.TempDir(), "--create-catalog", "--paimon-warehouse", wh,
+		"--protect-consumers")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := dialGo(t, ctx, srv.URI())
+	table := "paimon." + db + "." + name
+	id := testsvc.UniqueName("kept")
+	if p, err := c.Ack(ctx, id, table, acked, sluice.WithProtect(), sluice.OnRef(branch)); err != nil || !p.Protected {
+		t.Fatalf("ack with protect on %s: %+v %v", branch, p, err)
+	}
+	e := paimonExpire(t, ctx, wh, db, name, branch)
+	t.Logf("Paimon's expiry of branch %s: %+v", branch, e)
+	if got := e.Consumers["sluice-"+id]; got != acked {
+		t.Fatalf("Paimon reads the branch's consumers %v: want sluice-%s at snapshot %d", e.Consumers, id, acked)
+	}
+	if !slices.Equal(e.Before, []int64{2, 3, 4}) || e.Expired != 1 || !slices.Equal(e.After, []int64{acked, head}) {
+		t.Fatalf("Paimon's expiry of the branch: %+v; want snapshots [2 3 4] before, [3 4] after (1 expired): "+
+			"the consumer file keeps the acknowledged snapshot", e)
+	}
+	sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: table, Ref: branch, Consumer: id, NoFollow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Release()
+	var st paimonfx.State
+	for sub.Next() {
+		b := sub.Batch()
+		if b.Meta.Resync || b.Meta.Coalesced {
+			t.Fatalf("batch %+v: want the changes of snapshot %d", b.Meta, head)
+		}
+		if st == nil {
+			if st, err = f.LoadState(acked, paimonfx.ImageColumns(b.Record.Schema())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Apply(b.Record); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sub.Err(); err != nil {
+		t.Fatalf("the stream ended with %v", err)
+	}
+	if st == nil {
+		t.Fatal("the stream sent no batch")
+	}
+	want, err := f.LoadState(head, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := st.Diff(want); d != "" {
+		t.Fatalf("the changes applied to the branch's state at %d are not its state at %d:\n%s", acked, head, d)
+	}
 }

@@ -25,23 +25,30 @@ import org.apache.paimon.table.FileStoreTable;
  * holds it. The e2e test of consumer protection (e2e/protect_paimon_test.go)
  * runs it against a table on which Sluice wrote a consumer file.
  *
- * <p>Usage: PaimonExpire WAREHOUSE DB TABLE. Prints JSON: the consumers as
- * Paimon's ConsumerManager reads them (id to nextSnapshot), the snapshots
- * before and after the expiry, and how many it expired.
+ * <p>Usage: PaimonExpire WAREHOUSE DB TABLE [BRANCH]. With BRANCH it expires
+ * the branch's snapshots, as Paimon's expiry on the table's branch does,
+ * with the branch's own consumers. Prints JSON: the consumers as Paimon's
+ * ConsumerManager reads them (id to nextSnapshot), the snapshots before and
+ * after the expiry, and how many it expired.
  */
 public final class PaimonExpire {
     private PaimonExpire() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 3) {
-            throw new IllegalArgumentException("usage: PaimonExpire WAREHOUSE DB TABLE");
+        if (args.length != 3 && args.length != 4) {
+            throw new IllegalArgumentException("usage: PaimonExpire WAREHOUSE DB TABLE [BRANCH]");
         }
         Options options = new Options();
         options.set("warehouse", args[0]);
         try (Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options))) {
             FileStoreTable t = (FileStoreTable) catalog.getTable(Identifier.create(args[1], args[2]));
+            ConsumerManager consumers = new ConsumerManager(t.fileIO(), t.location());
+            if (args.length == 4) {
+                t = t.switchToBranch(args[3]);
+                consumers = new ConsumerManager(t.fileIO(), t.location(), args[3]);
+            }
             Map<String, Object> out = new LinkedHashMap<>();
-            out.put("consumers", new ConsumerManager(t.fileIO(), t.location()).consumers());
+            out.put("consumers", consumers.consumers());
             out.put("before", snapshots(t));
             int expired = t.newExpireSnapshots().config(ExpireConfig.builder().snapshotRetainMax(1)
                     .snapshotRetainMin(1).snapshotTimeRetain(Duration.ofMillis(1)).build()).expire();
