@@ -217,6 +217,17 @@ func resolveWindow(name string, tbl Table, req Request, onRef bool) (window, err
 				return window{}, fmt.Errorf("%w: from_snapshot %d comes after to_snapshot %d on the lineage of "+
 					"table %s: swap them", ErrNotAncestor, from, w.to.ID, name)
 			}
+			if fl := historyAt(tbl, &from).Snapshots; hist.Expired && len(fl) > 0 &&
+				fl[len(fl)-1].TimestampMs < lineage[0].TimestampMs {
+				// Older than the earliest retained ancestor, on a lineage
+				// cut by expiry: most likely an ancestor whose successors
+				// expired while it stayed readable (a tag keeps it).
+				return window{}, fmt.Errorf("%w: from_snapshot %d is still readable, but the lineage of snapshot %d "+
+					"in table %s no longer reaches it: the commits after it expired, so the window cannot be read "+
+					"commit by commit. A stream from it (follow, or a consumer's subscription) gets their changes "+
+					"as one coalesced window of net changes%s", ErrResyncRequired, from, w.to.ID, name,
+					hist.EarliestHint())
+			}
 			return window{}, fmt.Errorf("%w: from_snapshot %d is not an ancestor of snapshot %d in table %s",
 				ErrNotAncestor, from, w.to.ID, name)
 		case hist.Expired || main.KnownExpired(from):

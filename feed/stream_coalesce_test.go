@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,8 +108,15 @@ func TestStreamCoalescesExpiredCommits(t *testing.T) {
 		})
 	}
 
-	// The consumer's own snapshot expired: the gap, as before.
+	// A plain window from the tagged snapshot cannot be read commit by
+	// commit: resync required, saying that a stream coalesces.
 	eng := feed.New(fixedTable{tableName, h.tbl}, feed.Options{})
+	if _, err := eng.Plan(context.Background(), feed.Request{Table: tableName, FromSnapshot: &tagged}); !errors.Is(err,
+		feed.ErrResyncRequired) || !strings.Contains(err.Error(), "coalesced window") {
+		t.Fatalf("a window from the tagged snapshot: %v, want ErrResyncRequired naming the coalesced stream", err)
+	}
+
+	// The consumer's own snapshot expired: the gap, as before.
 	got, gaps := gapEvents(t, eng, feed.StreamRequest{Request: feed.Request{Table: tableName},
 		Resume: &feed.Resume{Consumer: "d", Snapshot: expired, CommitSeq: 2}}, nil)
 	if !errors.Is(got.err, feed.ErrResyncRequired) || len(gaps) != 1 || gaps[0].Lost != expired {
