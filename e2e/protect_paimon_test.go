@@ -72,13 +72,7 @@ func TestProtectPaimonConsumer(t *testing.T) {
 		t.Fatalf("fixture %s.%s has %d snapshots, want 6 or more", db, name, len(f.Meta.Snapshots))
 	}
 	head := f.Meta.Snapshots[len(f.Meta.Snapshots)-1].ID
-	wh := filepath.Join(t.TempDir(), "warehouse")
-	copyTree(t, filepath.Join(paimonFixtureRoot, "warehouse"), wh)
-	srv := startFlightd(t, "--warehouse", t.TempDir(), "--create-catalog", "--paimon-warehouse", wh,
-		"--protect-consumers")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := dialGo(t, ctx, srv.URI())
+	ctx, wh, c := protectingPaimon(t)
 	table := "paimon." + db + "." + name
 
 	const acked, lost = int64(3), int64(2)
@@ -105,39 +99,8 @@ func TestProtectPaimonConsumer(t *testing.T) {
 	}
 
 	t.Run("the protected consumer resumes exactly", func(t *testing.T) {
-		sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: table, Consumer: protected, NoFollow: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sub.Release()
-		var st paimonfx.State
-		for sub.Next() {
-			b := sub.Batch()
-			if b.Meta.Resync {
-				t.Fatalf("batch %+v: a resync, want the changes after snapshot %d", b.Meta, acked)
-			}
-			if st == nil {
-				if st, err = f.LoadState(acked, paimonfx.ImageColumns(b.Record.Schema())); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := st.Apply(b.Record); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := sub.Err(); err != nil {
-			t.Fatalf("the stream ended with %v", err)
-		}
-		want, err := f.LoadState(head, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st == nil {
-			t.Fatalf("the stream sent no batch")
-		}
-		if d := st.Diff(want); d != "" {
-			t.Fatalf("the changes applied to the writer's state at %d are not its state at %d:\n%s", acked, head, d)
-		}
+		resumesExactly(t, ctx, c, sluice.SubscribeRequest{Table: table, Consumer: protected, NoFollow: true}, f,
+			acked, head)
 	})
 
 	t.Run("the unprotected consumer gets the resync event", func(t *testing.T) {
@@ -179,13 +142,7 @@ func TestProtectPaimonBranchConsumer(t *testing.T) {
 	f := fxs[i]
 	f.Expected = filepath.Join(f.Expected, "branch-"+branch)
 	const acked, head = int64(3), int64(4)
-	wh := filepath.Join(t.TempDir(), "warehouse")
-	copyTree(t, filepath.Join(paimonFixtureRoot, "warehouse"), wh)
-	srv := startFlightd(t, "--warehouse", t.TempDir(), "--create-catalog", "--paimon-warehouse", wh,
-		"--protect-consumers")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c := dialGo(t, ctx, srv.URI())
+	ctx, wh, c := protectingPaimon(t)
 	table := "paimon." + db + "." + name
 	id := testsvc.UniqueName("kept")
 	if p, err := c.Ack(ctx, id, table, acked, sluice.WithProtect(), sluice.OnRef(branch)); err != nil || !p.Protected {
@@ -200,7 +157,32 @@ func TestProtectPaimonBranchConsumer(t *testing.T) {
 		t.Fatalf("Paimon's expiry of the branch: %+v; want snapshots [2 3 4] before, [3 4] after (1 expired): "+
 			"the consumer file keeps the acknowledged snapshot", e)
 	}
-	sub, err := c.Subscribe(ctx, sluice.SubscribeRequest{Table: table, Ref: branch, Consumer: id, NoFollow: true})
+	resumesExactly(t, ctx, c, sluice.SubscribeRequest{Table: table, Ref: branch, Consumer: id, NoFollow: true}, f,
+		acked, head)
+}
+
+// protectingPaimon starts a flightd with --protect-consumers on a copy of
+// the Paimon fixtures' warehouse, wh, and returns a client of it and a
+// context that ends with the test (or after 4 minutes).
+func protectingPaimon(t *testing.T) (context.Context, string, *sluice.Client) {
+	t.Helper()
+	wh := filepath.Join(t.TempDir(), "warehouse")
+	copyTree(t, filepath.Join(paimonFixtureRoot, "warehouse"), wh)
+	srv := startFlightd(t, "--warehouse", t.TempDir(), "--create-catalog", "--paimon-warehouse", wh,
+		"--protect-consumers")
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, wh, dialGo(t, ctx, srv.URI())
+}
+
+// resumesExactly subscribes with req, a consumer that acknowledged snapshot
+// acked of fixture f, and checks that its changes (neither a resync nor a
+// coalesced window), applied to the writer's state at acked, give the
+// writer's state at head.
+func resumesExactly(t *testing.T, ctx context.Context, c *sluice.Client, req sluice.SubscribeRequest,
+	f paimonfx.Fixture, acked, head int64) {
+	t.Helper()
+	sub, err := c.Subscribe(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +191,7 @@ func TestProtectPaimonBranchConsumer(t *testing.T) {
 	for sub.Next() {
 		b := sub.Batch()
 		if b.Meta.Resync || b.Meta.Coalesced {
-			t.Fatalf("batch %+v: want the changes of snapshot %d", b.Meta, head)
+			t.Fatalf("batch %+v: want the changes after snapshot %d", b.Meta, acked)
 		}
 		if st == nil {
 			if st, err = f.LoadState(acked, paimonfx.ImageColumns(b.Record.Schema())); err != nil {
@@ -231,6 +213,6 @@ func TestProtectPaimonBranchConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := st.Diff(want); d != "" {
-		t.Fatalf("the changes applied to the branch's state at %d are not its state at %d:\n%s", acked, head, d)
+		t.Fatalf("the changes applied to the writer's state at %d are not its state at %d:\n%s", acked, head, d)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicefeed/sluice/catalog"
 	sluice "github.com/sluicefeed/sluice/clients/go"
 	"github.com/sluicefeed/sluice/internal/lib/longhist"
 	"github.com/sluicefeed/sluice/internal/lib/tablewrite"
@@ -133,27 +134,11 @@ func (c Config) logf(format string, args ...any) {
 // Run builds the workloads and measures every arm.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Started: time.Now(), Refs: map[string]string{}, LoadStart: loadAverage()}
-	wh := filepath.Join(cfg.Work, "warehouse")
-	if err := os.RemoveAll(wh); err != nil {
-		return nil, err
-	}
-	cat, err := tablewrite.OpenWarehouse(ctx, wh)
+	wh, cat, ref, memWL, err := baseWorkloads(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer cat.Close()
-	cfg.logf("writing the reference workload (%d rows)", cfg.Rows)
-	ref, err := WriteReference(ctx, cat, "bench.ref", cfg.Rows)
-	if err != nil {
-		return nil, err
-	}
-	var memWL *Memory
-	if cfg.MemRows > 0 {
-		cfg.logf("writing (or reusing) the bounded-memory workload (%d rows)", cfg.MemRows)
-		if memWL, err = WriteMemoryCached(ctx, filepath.Join(cfg.Work, "memory"), cfg.MemRows, cfg.MemFileRows); err != nil {
-			return nil, err
-		}
-	}
 
 	srv, err := startFlightd(ctx, cfg, wh)
 	if err != nil {
@@ -612,29 +597,38 @@ func runMemory(ctx context.Context, cfg Config, rep *Report, wh string, ref *Ref
 // bounded-memory one, and measures the memory arms alone.
 func RunMemory(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Started: time.Now(), Refs: map[string]string{}, LoadStart: loadAverage()}
-	wh := filepath.Join(cfg.Work, "warehouse")
-	if err := os.RemoveAll(wh); err != nil {
-		return nil, err
-	}
-	cat, err := tablewrite.OpenWarehouse(ctx, wh)
+	wh, cat, ref, memWL, err := baseWorkloads(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer cat.Close()
-	ref, err := WriteReference(ctx, cat, "bench.ref", cfg.Rows)
-	if err != nil {
-		return nil, err
-	}
-	var memWL *Memory
-	if cfg.MemRows > 0 {
-		cfg.logf("writing (or reusing) the bounded-memory workload (%d rows)", cfg.MemRows)
-		if memWL, err = WriteMemoryCached(ctx, filepath.Join(cfg.Work, "memory"), cfg.MemRows, cfg.MemFileRows); err != nil {
-			return nil, err
-		}
-	}
 	if err := runMemory(ctx, cfg, rep, wh, ref, memWL); err != nil {
 		return nil, err
 	}
 	rep.LoadEnd = loadAverage()
 	return rep, nil
+}
+
+// baseWorkloads writes the reference workload into a fresh warehouse wh
+// and finds (or writes) the bounded-memory one (nil when cfg.MemRows is
+// 0). The caller closes the warehouse's catalog.
+func baseWorkloads(ctx context.Context, cfg Config) (wh string, cat *catalog.Catalog, ref *Reference, memWL *Memory,
+	err error) {
+	wh = filepath.Join(cfg.Work, "warehouse")
+	if err := os.RemoveAll(wh); err != nil {
+		return "", nil, nil, nil, err
+	}
+	if cat, err = tablewrite.OpenWarehouse(ctx, wh); err != nil {
+		return "", nil, nil, nil, err
+	}
+	cfg.logf("writing the reference workload (%d rows)", cfg.Rows)
+	if ref, err = WriteReference(ctx, cat, "bench.ref", cfg.Rows); err == nil && cfg.MemRows > 0 {
+		cfg.logf("writing (or reusing) the bounded-memory workload (%d rows)", cfg.MemRows)
+		memWL, err = WriteMemoryCached(ctx, filepath.Join(cfg.Work, "memory"), cfg.MemRows, cfg.MemFileRows)
+	}
+	if err != nil {
+		cat.Close()
+		return "", nil, nil, nil, err
+	}
+	return wh, cat, ref, memWL, nil
 }
