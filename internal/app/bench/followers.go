@@ -411,6 +411,13 @@ func (r *Report) followersSection() string {
 		fmt.Fprintf(&b, "the runs; over loopback the sender's thread also delivers each segment to the receiving socket).\n")
 		fmt.Fprintf(&b, "A server that spent nothing on a follower but those writes would cost %.2f× one follower here.\n",
 			(one+float64(f.Followers-1)*floor)/one)
+		if floor > extra {
+			fmt.Fprintf(&b, "In this run that floor (%s a connection) is above what a follower added to flightd (%s), so\n",
+				msecs(floor), msecs(extra))
+			fmt.Fprintf(&b, "it bounds nothing (most likely the kernel charged more of the loopback delivery, which runs\n")
+			fmt.Fprintf(&b, "on whichever thread is on the CPU, to the benchmark's writing thread than to flightd's). It\n")
+			fmt.Fprintf(&b, "says only that the socket, not the engine, is most of what a follower costs.\n")
+		}
 	}
 	return b.String()
 }
