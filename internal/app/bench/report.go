@@ -278,7 +278,13 @@ const notes = `
   columns (medians of 8 alternated rounds of 3 reads of the 1M-row append window flat through the
   Go client, decode cache off, load average 19–24; the script that alternated the builds is not in
   the tree, so these two pairs are indicative; the Decode line section above is this run's own
-  measure). The pool holds at most ` + "`--buffer-pool-mib`" + ` (16 MiB) of freed buffers and drops
+  measure). With the bounded pool, the same flightd binary with ` + "`--buffer-pool-mib`" + ` 0, 16 (the
+  default) and 64 used 0.390, 0.307 and 0.307 s of CPU per read of that window (pyarrow, flat; medians
+  of 8 alternated rounds of 3 reads, 2026-12-07, load average 4): the pool saves about a fifth of
+  flightd's CPU, and 16 MiB holds what it reuses. Fresh buffers still come: when a builder's buffer
+  grows, the old one goes to the collector, not the pool, since a decoder may still read it (in a 20 s
+  profile of that read, fresh buffers and their zeroing took about 6% of the samples, clearing reused
+  ones about 6%). The pool holds at most ` + "`--buffer-pool-mib`" + ` (16 MiB) of freed buffers and drops
   at each collection those that stayed unused since the last. It was not what took the
   bounded-memory arms of the run that first had it past 256 MiB (256–264 MiB): on 2026-12-07, load
   average 3–5, the six memory arms (` + "`sluice-bench -memory-only`" + `) peaked at 217–249 MiB with
