@@ -299,7 +299,7 @@ type EngineConfig struct {
 	MemoryBudgetMiB int64 `yaml:"memory_budget_mib"`
 	// BufferPoolMiB bounds the freed Arrow buffers flightd keeps for its
 	// next batches (--buffer-pool-mib): reusing them spares the allocation
-	// and clearing of fresh memory, about a tenth of a read's CPU. Default
+	// and clearing of fresh memory, about a fifth of a read's CPU. Default
 	// 16; 0: none (every buffer goes back to the collector). The pool also
 	// drops, at each collection, the buffers that stayed unused since the
 	// last.
