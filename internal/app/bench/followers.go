@@ -401,7 +401,9 @@ func (r *Report) followersSection() string {
 	fmt.Fprintf(&b, "\n%d followers cost flightd **%.2f×** one follower's CPU per commit (target ≤ %.0f×: %s); each\n",
 		f.Followers, f.Ratio(), followersTarget, verdict)
 	fmt.Fprintf(&b, "follower past the first adds %s of CPU per commit (medians).\n", msecs(extra))
-	if floor, one := median(f.Floor), median(cpus(f.One)); floor > 0 && one > 0 {
+	// One follower's CPU can be below the clock's tick in a tiny run: the
+	// floor is still reported, without the ratio.
+	if floor, one := median(f.Floor), median(cpus(f.One)); floor > 0 {
 		bytes := f.One[0].Written / int64(f.Commits)
 		fmt.Fprintf(&b, "\nThe kernel's part of that (the socket floor): one thread of the benchmark writing a follower's\n")
 		fmt.Fprintf(&b, "%.1f MB of a commit (what flightd wrote per commit for one follower) to each of %d loopback TCP\n",
@@ -409,9 +411,11 @@ func (r *Report) followersSection() string {
 		fmt.Fprintf(&b, "connections in %d KiB writes, read by other threads, used %s of CPU per connection (median of\n",
 			socketChunk>>10, msecs(floor))
 		fmt.Fprintf(&b, "the runs; over loopback the sender's thread also delivers each segment to the receiving socket).\n")
-		fmt.Fprintf(&b, "A server that spent nothing on a follower but those writes would cost %.2f× one follower here.\n",
-			(one+float64(f.Followers-1)*floor)/one)
-		if floor > extra {
+		if one > 0 {
+			fmt.Fprintf(&b, "A server that spent nothing on a follower but those writes would cost %.2f× one follower "+
+				"here.\n", (one+float64(f.Followers-1)*floor)/one)
+		}
+		if extra > 0 && floor > extra {
 			fmt.Fprintf(&b, "In this run that floor (%s a connection) is above what a follower added to flightd (%s), so\n",
 				msecs(floor), msecs(extra))
 			fmt.Fprintf(&b, "it bounds nothing (most likely the kernel charged more of the loopback delivery, which runs\n")
