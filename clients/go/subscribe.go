@@ -447,34 +447,35 @@ func (s *Subscription) Release() {
 }
 
 // ConsumerProgress is a consumer's acknowledged position on a table's
-// branch or tag.
+// branch or tag. Its JSON names are the protocol's (the consumer_progress
+// action's result, docs/PROTOCOL.md).
 type ConsumerProgress struct {
-	Consumer string
-	Table    string
+	Consumer string `json:"consumer"`
+	Table    string `json:"table"`
 	// Ref is the branch or tag the consumer follows, on whose lineage
 	// LagCommits and LagMs are measured; "" for the main branch.
-	Ref string
+	Ref string `json:"ref,omitempty"`
 	// Snapshot is the acknowledged snapshot, with its commit sequence and
 	// commit time.
-	Snapshot    int64
-	CommitSeq   int64
-	TimestampMs int64
+	Snapshot    int64 `json:"snapshot"`
+	CommitSeq   int64 `json:"commit_seq"`
+	TimestampMs int64 `json:"timestamp_ms"`
 	// AckedAtMs is when the acknowledgement was recorded.
-	AckedAtMs int64
+	AckedAtMs int64 `json:"acked_at_ms"`
 	// LagCommits is the number of commits on the ref's lineage after
 	// Snapshot; LagMs the commit time of the ref's head minus Snapshot's.
-	LagCommits int64
-	LagMs      int64
+	LagCommits int64 `json:"lag_commits"`
+	LagMs      int64 `json:"lag_ms"`
 	// Expired is true when Snapshot has left the retained history: resuming
 	// fails with codes.FailedPrecondition; ResetConsumer.
-	Expired bool
+	Expired bool `json:"expired"`
 	// Owner is the principal that owns the progress (the first to ack the
 	// consumer on the table): another's Ack or ResetConsumer fails with
 	// codes.PermissionDenied.
-	Owner string
+	Owner string `json:"owner"`
 	// Protected is true when the last ack asked that the snapshot be kept
 	// from the table's expiry (WithProtect).
-	Protected bool
+	Protected bool `json:"protected"`
 }
 
 func progressOf(p *sluicev1.ConsumerProgress) ConsumerProgress {

@@ -10,29 +10,6 @@ import (
 	sluice "github.com/sluicefeed/sluice/clients/go"
 )
 
-// consumerJSON is a consumer's progress in -o json: the names of the
-// consumer_progress action's result (docs/PROTOCOL.md).
-type consumerJSON struct {
-	Consumer    string `json:"consumer"`
-	Table       string `json:"table"`
-	Ref         string `json:"ref,omitempty"`
-	Snapshot    int64  `json:"snapshot"`
-	CommitSeq   int64  `json:"commit_seq"`
-	TimestampMs int64  `json:"timestamp_ms"`
-	AckedAtMs   int64  `json:"acked_at_ms"`
-	LagCommits  int64  `json:"lag_commits"`
-	LagMs       int64  `json:"lag_ms"`
-	Expired     bool   `json:"expired"`
-	Owner       string `json:"owner"`
-	Protected   bool   `json:"protected"`
-}
-
-func consumerOf(p sluice.ConsumerProgress) consumerJSON {
-	return consumerJSON{Consumer: p.Consumer, Table: p.Table, Ref: p.Ref, Snapshot: p.Snapshot,
-		CommitSeq: p.CommitSeq, TimestampMs: p.TimestampMs, AckedAtMs: p.AckedAtMs, LagCommits: p.LagCommits,
-		LagMs: p.LagMs, Expired: p.Expired, Owner: p.Owner, Protected: p.Protected}
-}
-
 // writeConsumers prints consumers' progress as a table: the main branch's
 // ref shows as "-".
 func writeConsumers(out io.Writer, ps []sluice.ConsumerProgress) error {
@@ -75,11 +52,10 @@ left the history: reset it) or protected from expiry.`,
 			if err != nil {
 				return output{}, err
 			}
-			rows := make([]consumerJSON, 0, len(ps))
-			for _, p := range ps {
-				rows = append(rows, consumerOf(p))
+			if ps == nil {
+				ps = []sluice.ConsumerProgress{} // -o json prints [], not null
 			}
-			return output{JSON: rows, Text: func(w io.Writer) error { return writeConsumers(w, ps) }}, nil
+			return output{JSON: ps, Text: func(w io.Writer) error { return writeConsumers(w, ps) }}, nil
 		})})
 }
 
@@ -142,7 +118,7 @@ expiry.`,
 
 // consumerOutput is the output of one consumer's progress.
 func consumerOutput(p sluice.ConsumerProgress) output {
-	return output{JSON: consumerOf(p),
+	return output{JSON: p,
 		Text: func(w io.Writer) error { return writeConsumers(w, []sluice.ConsumerProgress{p}) }}
 }
 
