@@ -86,14 +86,6 @@ func TestRewriteOrderGivesTheSameFeed(t *testing.T) {
 		}
 	}
 
-	commit := func(id int64) lake.Commit {
-		c := lake.Commit{ID: id, SequenceNumber: id, CommitSeq: id, TimestampMs: id * 1000}
-		if id > 1 {
-			parent := id - 1
-			c.ParentID = &parent
-		}
-		return c
-	}
 	half := len(before) / 2
 	a1, a2 := &memFile{path: "a1", rows: before[:half]}, &memFile{path: "a2", rows: before[half:]}
 	var reference map[string][]change
@@ -101,8 +93,8 @@ func TestRewriteOrderGivesTheSameFeed(t *testing.T) {
 		rows := orders[order]
 		b1, b2 := &memFile{path: "b1", rows: rows[:len(rows)/2]}, &memFile{path: "b2", rows: rows[len(rows)/2:]}
 		tbl := &memTable{schema: schema, commits: []memCommit{
-			{commit: commit(1), appended: []*memFile{a1, a2}, strategy: lake.StrategyAppend},
-			{commit: commit(2), strategy: lake.StrategyRewrite, diffs: []memDiff{
+			{commit: linearCommit(1), appended: []*memFile{a1, a2}, strategy: lake.StrategyAppend},
+			{commit: linearCommit(2), strategy: lake.StrategyRewrite, diffs: []memDiff{
 				{file: a1, before: []uint32{}, absentAfter: true}, {file: a2, before: []uint32{}, absentAfter: true},
 				{file: b1, absentBefore: true, after: []uint32{}}, {file: b2, absentBefore: true, after: []uint32{}}}},
 		}}

@@ -251,19 +251,11 @@ func TestEngineOverInMemoryFormat(t *testing.T) {
 	}
 	a := &memFile{path: "a", rows: []memRow{{1, "a"}, {2, "b"}, {3, "c"}}}
 	b := &memFile{path: "b", rows: []memRow{{1, "a"}, {3, "C"}}}
-	commit := func(id int64) lake.Commit {
-		c := lake.Commit{ID: id, SequenceNumber: id, CommitSeq: id, TimestampMs: id * 1000}
-		if id > 1 {
-			parent := id - 1
-			c.ParentID = &parent
-		}
-		return c
-	}
 	tbl := &memTable{schema: schema, commits: []memCommit{
-		{commit: commit(1), appended: []*memFile{a}, strategy: lake.StrategyAppend},
-		{commit: commit(2), diffs: []memDiff{{file: a, before: []uint32{}, after: []uint32{1}}},
+		{commit: linearCommit(1), appended: []*memFile{a}, strategy: lake.StrategyAppend},
+		{commit: linearCommit(2), diffs: []memDiff{{file: a, before: []uint32{}, after: []uint32{1}}},
 			strategy: lake.StrategyPositionDelete},
-		{commit: commit(3), diffs: []memDiff{{file: a, before: []uint32{1}, absentAfter: true},
+		{commit: linearCommit(3), diffs: []memDiff{{file: a, before: []uint32{1}, absentAfter: true},
 			{file: b, absentBefore: true, after: []uint32{}}}, strategy: lake.StrategyRewrite},
 	}}
 	mem := memory.NewCheckedAllocator(arrowpool.Shared())
@@ -283,4 +275,16 @@ func TestEngineOverInMemoryFormat(t *testing.T) {
 		{Op: feed.OpUpdateBefore, Before: row(3, "c"), Snapshot: 3},
 		{Op: feed.OpUpdateAfter, After: row(3, "C"), Snapshot: 3},
 	})
+}
+
+// linearCommit is commit id of a linear history of the in-memory format:
+// sequence number, commit_seq and id alike, a second apart, the parent the
+// id before.
+func linearCommit(id int64) lake.Commit {
+	c := lake.Commit{ID: id, SequenceNumber: id, CommitSeq: id, TimestampMs: id * 1000}
+	if id > 1 {
+		parent := id - 1
+		c.ParentID = &parent
+	}
+	return c
 }

@@ -34,23 +34,15 @@ func TestEngineRowLineageFallbacks(t *testing.T) {
 		ids: []int64{10, 11, 20, 13, 21}, seqs: []int64{1, 2, 2, 2, 2}}
 	c := &memFile{path: "c", rows: []memRow{{1, "a"}, {2, "B2"}, {3, "c"}, {50, "e"}, {4, "d"}},
 		ids: []int64{10, 30, 20, 13, 21}, seqs: []int64{1, 3, 2, 2, 2}}
-	commit := func(id int64) lake.Commit {
-		c := lake.Commit{ID: id, SequenceNumber: id, CommitSeq: id, TimestampMs: id * 1000}
-		if id > 1 {
-			parent := id - 1
-			c.ParentID = &parent
-		}
-		return c
-	}
 	rewrite := func(from, to *memFile) []memDiff {
 		return []memDiff{{file: from, before: []uint32{}, absentAfter: true},
 			{file: to, absentBefore: true, after: []uint32{}}}
 	}
 	const eqReason = "the snapshot adds equality deletes"
 	tbl := &memTable{schema: schema, lineage: true, commits: []memCommit{
-		{commit: commit(1), appended: []*memFile{a}, strategy: lake.StrategyAppend},
-		{commit: commit(2), diffs: rewrite(a, b), strategy: lake.StrategyRewrite, lineage: true},
-		{commit: commit(3), diffs: rewrite(b, c), strategy: lake.StrategyEqualityDelete, lineageReason: eqReason},
+		{commit: linearCommit(1), appended: []*memFile{a}, strategy: lake.StrategyAppend},
+		{commit: linearCommit(2), diffs: rewrite(a, b), strategy: lake.StrategyRewrite, lineage: true},
+		{commit: linearCommit(3), diffs: rewrite(b, c), strategy: lake.StrategyEqualityDelete, lineageReason: eqReason},
 	}}
 	row := func(id int64, name string) map[string]any { return map[string]any{"id": id, "name": name} }
 	withID := func(r map[string]any, rowID int64) map[string]any { r[feed.RowIDColumn] = rowID; return r }
