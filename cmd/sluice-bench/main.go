@@ -83,6 +83,10 @@ func run(ctx context.Context) error {
 	deltaHistories := flag.String("plan-delta-histories",
 		"1000:10000:10 1000:10000:100 1000:100000:100 10000:10000:100 10000:100000:100",
 		"the long Delta histories planned the same way, as versions:files:checkpoint-interval (empty: skip)")
+	ab := flag.String("ab", "", "compare flightd configurations on the reference window: flag sets split by |, "+
+		`e.g. "--buffer-pool-mib 0|--buffer-pool-mib 16" (empty: no comparison)`)
+	abRounds := flag.Int("ab-rounds", 8, "rounds of the -ab comparison (its configurations read in turn)")
+	abReads := flag.Int("ab-reads", 3, "reads of each request per configuration and round of -ab")
 	memoryOnly := flag.Bool("memory-only", false, "measure the memory arms alone and print them")
 	planningOnly := flag.Bool("planning-only", false, "plan the long histories alone and print their section")
 	followers := flag.String("followers", "50:20:40000", "the followers arm, as followers:commits:rows (empty: skip)")
@@ -162,6 +166,18 @@ func run(ctx context.Context) error {
 			return err
 		}
 		fmt.Printf("load average %s at the start, %s at the end\n%s", rep.LoadStart, rep.LoadEnd, rep.FollowersSection())
+		return nil
+	}
+	if *ab != "" {
+		var sets [][]string
+		for _, set := range strings.Split(*ab, "|") {
+			sets = append(sets, strings.Fields(set))
+		}
+		rep, err := bench.RunAB(ctx, cfg, sets, *abRounds, *abReads)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("sluice-bench %s\n%s", strings.Join(relativeArgs(os.Args[1:]), " "), rep.Markdown())
 		return nil
 	}
 	if *memoryOnly {

@@ -278,12 +278,16 @@ const notes = `
   columns (medians of 8 alternated rounds of 3 reads of the 1M-row append window flat through the
   Go client, decode cache off, load average 19–24; the script that alternated the builds is not in
   the tree, so these two pairs are indicative; the Decode line section above is this run's own
-  measure). With the bounded pool, the same flightd binary with ` + "`--buffer-pool-mib`" + ` 0, 16 (the
-  default) and 64 used 0.390, 0.307 and 0.307 s of CPU per read of that window (pyarrow, flat; medians
-  of 8 alternated rounds of 3 reads, 2026-12-07, load average 4): the pool saves about a fifth of
-  flightd's CPU, and 16 MiB holds what it reuses. Fresh buffers still come: when a builder's buffer
+  measure). With the bounded pool, ` + "`sluice-bench -ab \"--buffer-pool-mib 0|--buffer-pool-mib 16|--buffer-pool-mib 64\"`" + `
+  (one flightd per setting, all running, read in turn through the Go client: medians of 8 rounds of 3
+  reads, 2026-12-07, load average 0.9–2.4) measured 383, 313 and 290 ms of flightd CPU per flat read
+  of the reference window, and 1040, 843 and 843 ms per read of its net changes: the pool saves about
+  a fifth. A second run (` + "`-ab \"--buffer-pool-mib 16|--buffer-pool-mib 32|--buffer-pool-mib 64\"`" + `)
+  gave 330, 303 and 293 ms flat and 873, 867 and 903 ms for net changes, with the same peak RSS: a
+  larger pool saves a little more on plain reads and nothing on net changes. The default stays at the
+  16 MiB the memory arms were measured with. Fresh buffers still come: when a builder's buffer
   grows, the old one goes to the collector, not the pool, since a decoder may still read it (in a 20 s
-  profile of that read, fresh buffers and their zeroing took about 6% of the samples, clearing reused
+  profile of flat reads in a loop, ` + "`flightd --pprof`" + ` and ` + "`go tool pprof -top`" + `, fresh buffers and their zeroing took about 6% of the samples, clearing reused
   ones about 6%). The pool holds at most ` + "`--buffer-pool-mib`" + ` (16 MiB) of freed buffers and drops
   at each collection those that stayed unused since the last. It was not what took the
   bounded-memory arms of the run that first had it past 256 MiB (256–264 MiB): on 2026-12-07, load
@@ -291,9 +295,11 @@ const notes = `
   the unbounded first pool, 240–253 with the bounded one and 244–252 with no pool at all, each at
   the Go soft limit of 176 MiB then the default: the arms sat at the bound within the run-to-run
   noise, whatever the pool. flightd's resident size is the Go runtime's memory (which the limit
-  bounds) plus about 87 MiB of the binary's code, so the default limit is now 144 MiB: the
-  bounded-memory table above gives this run's peaks. At 144 MiB a plain read of the reference window
-  costs the same CPU as at 160 and net changes about 6% more (6 alternated reads each, 2026-12-07).
+  bounds) plus 76–87 MiB of the binary's code (RssFile after the reads of the runs above and of a
+  pyarrow client), so the default limit is now 144 MiB: the bounded-memory table above gives this
+  run's peaks. The second run above, whose fourth setting was
+  ` + "`--buffer-pool-mib 16 --memory-limit-mib 160`" + `, measured 330 against 320 ms per flat read and 873 against 840 ms per read of net
+  changes at 144 and 160 MiB, and peaks of 221 against 235 MiB: the lower limit costs 3–4% of CPU.
   A CPU profile of flightd serving the append window flat in a loop with the pool (` + "`flightd --pprof`" + `, 20 s, 2026-12-07): zstd 27% of
   its samples (klauspost's pure-Go decoder, where pyarrow links libzstd; its frame checksums
   2.6%), byte arrays 18% (arrow-go's ` + "`PlainByteArrayDecoder`" + ` and the ` + "`BinaryBuilder`" + `

@@ -399,18 +399,8 @@ func (f *flightdProc) stop() {
 
 // peakRSS reads a process's peak resident set size (VmHWM), in MiB.
 func peakRSS(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			var kb float64
-			if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")), "%f kB", &kb); err != nil {
-				return 0, err
-			}
-			return kb / 1024, nil
-		}
+	if v := statusMiB(pid, "VmHWM:"); v > 0 {
+		return v, nil
 	}
 	return 0, fmt.Errorf("no VmHWM for process %d", pid)
 }

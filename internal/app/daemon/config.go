@@ -120,11 +120,11 @@ type Config struct {
 	// MemoryLimitMiB is the Go runtime's soft memory limit in MiB
 	// (--memory-limit-mib, like GOMEMLIMIT, which wins when set): the
 	// collector works harder as the heap nears it. Default 144: the
-	// process's resident size adds the binary's code that has run (about
-	// 87 MiB of file-backed pages), so it then peaks under 256 MiB with a
+	// process's resident size adds the binary's code that has run (76-87
+	// MiB of file-backed pages), so it then peaks under 256 MiB with a
 	// margin (the bounded-memory arms of make bench: 237-249 MiB at 160 on
-	// 2026-12-07, 240-253 at 176; net changes cost about 6% more CPU at 144
-	// than at 160, a plain read the same); 0: none.
+	// 2026-12-07, 240-253 at 176; reads cost 3-4% more CPU at 144 than at
+	// 160, docs/BENCHMARKS.md gives the sluice-bench -ab command); 0: none.
 	MemoryLimitMiB int64 `yaml:"memory_limit_mib"`
 	// Follow tunes follow streams and WatchCommits.
 	Follow FollowConfig `yaml:"follow"`
