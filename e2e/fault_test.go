@@ -292,6 +292,17 @@ func metricsAddr(t *testing.T, f *flightd) string {
 // metric returns the value of an unlabelled Prometheus metric.
 func metric(t *testing.T, addr, name string) float64 {
 	t.Helper()
+	v, ok := metricWhere(t, addr, func(line string) bool { return strings.HasPrefix(line, name+" ") })
+	if !ok {
+		t.Fatalf("no metric %s", name)
+	}
+	return v
+}
+
+// metricWhere returns the value of the first sample line of the server's
+// /metrics that match accepts; ok is false when none does.
+func metricWhere(t *testing.T, addr string, match func(line string) bool) (float64, bool) {
+	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -299,16 +310,17 @@ func metric(t *testing.T, addr, name string) float64 {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f
+		line := sc.Text()
+		if !match(line) {
+			continue
 		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, true
 	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return 0, false
 }
 
 // rssKiB returns a process's resident set size (VmRSS) and its peak

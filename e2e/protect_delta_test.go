@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,25 +37,10 @@ func deltaRetention(t *testing.T, ctx context.Context, args ...string) map[strin
 // the server exports none.
 func retentionLeft(t *testing.T, addr, consumer, retention string) (float64, bool) {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "sluice_consumer_retention_left_seconds{") ||
-			!strings.Contains(line, `consumer="`+consumer+`"`) || !strings.Contains(line, `retention="`+retention+`"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v, true
-	}
-	return 0, false
+	return metricWhere(t, addr, func(line string) bool {
+		return strings.HasPrefix(line, "sluice_consumer_retention_left_seconds{") &&
+			strings.Contains(line, `consumer="`+consumer+`"`) && strings.Contains(line, `retention="`+retention+`"`)
+	})
 }
 
 // TestDeltaRetentionWatch: a real flightd with --protect-consumers over a
